@@ -1,0 +1,142 @@
+# Finds what the course can use and prints one line per feature: found or not,
+# and what its absence disables. Nothing here is fatal except the C++ compiler
+# and the header-only libraries every trainer needs (CLI11, nlohmann-json).
+
+set(COURSE_FEATURE_LINES "")
+macro(course_feature name found what_it_disables)
+  if(${found})
+    message(STATUS "[course] ${name}: found")
+  else()
+    message(STATUS "[course] ${name}: NOT found -> ${what_it_disables}")
+  endif()
+endmacro()
+
+# Header-only libraries and data travel to machines without package managers in
+# .carry/include (ignored by git); the Debian locations come first.
+set(COURSE_CARRY_INCLUDE ${CMAKE_SOURCE_DIR}/.carry/include)
+
+# ---- warnings --------------------------------------------------------------
+set(COURSE_WARNINGS -Wall -Wextra)
+if(COURSE_WERROR)
+  list(APPEND COURSE_WARNINGS -Werror)
+endif()
+# Exercises leave function bodies as stubs, so their parameters go unused.
+set(COURSE_EXERCISE_WARNINGS -Wno-unused-parameter -Wno-unused-variable
+    -Wno-unused-but-set-variable -Wno-unused-function -Wno-unused-but-set-parameter)
+
+# ---- optimisation ----------------------------------------------------------
+# `#pragma omp simd` in the lesson code marks the reductions the compiler may
+# vectorise; -fopenmp-simd honours those pragmas without the OpenMP runtime.
+option(COURSE_NATIVE "Compile CPU code for this machine's processor (-march=native)" ON)
+add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fopenmp-simd>)
+if(COURSE_NATIVE)
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-march=native>)
+endif()
+
+# ---- sanitizers ------------------------------------------------------------
+set(COURSE_SANITIZER_FLAGS "")
+if(COURSE_SANITIZE STREQUAL "address")
+  set(COURSE_SANITIZER_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+elseif(COURSE_SANITIZE STREQUAL "thread")
+  set(COURSE_SANITIZER_FLAGS -fsanitize=thread -fno-omit-frame-pointer)
+elseif(NOT COURSE_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "COURSE_SANITIZE must be '', 'address' or 'thread', not '${COURSE_SANITIZE}'")
+endif()
+if(COURSE_SANITIZER_FLAGS)
+  add_compile_options(${COURSE_SANITIZER_FLAGS})
+  add_link_options(${COURSE_SANITIZER_FLAGS})
+  message(STATUS "[course] sanitizer build: ${COURSE_SANITIZE} (GPU stages are left out of it)")
+endif()
+
+# ---- required header-only libraries ----------------------------------------
+find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp HINTS ${COURSE_CARRY_INCLUDE})
+find_path(NLOHMANN_JSON_INCLUDE_DIR nlohmann/json.hpp HINTS ${COURSE_CARRY_INCLUDE})
+if(NOT CLI11_INCLUDE_DIR OR NOT NLOHMANN_JSON_INCLUDE_DIR)
+  message(FATAL_ERROR "[course] CLI11 and nlohmann-json are required: apt-get install libcli11-dev nlohmann-json3-dev")
+endif()
+message(STATUS "[course] CLI11, nlohmann-json: found")
+
+# ---- zlib (gzip-compressed IDX files) --------------------------------------
+find_package(ZLIB QUIET)
+if(NOT ZLIB_FOUND AND EXISTS ${COURSE_CARRY_INCLUDE}/zlib.h)
+  find_library(COURSE_LIBZ NAMES z libz.so.1)
+  if(COURSE_LIBZ)
+    add_library(ZLIB::ZLIB UNKNOWN IMPORTED)
+    set_target_properties(ZLIB::ZLIB PROPERTIES IMPORTED_LOCATION ${COURSE_LIBZ}
+                          INTERFACE_INCLUDE_DIRECTORIES ${COURSE_CARRY_INCLUDE})
+    set(ZLIB_FOUND TRUE)
+  endif()
+endif()
+set(COURSE_HAVE_ZLIB ${ZLIB_FOUND})
+course_feature("zlib" COURSE_HAVE_ZLIB "gzip-compressed IDX files cannot be read (gunzip them first)")
+
+# ---- OpenMP ----------------------------------------------------------------
+find_package(OpenMP QUIET COMPONENTS CXX)
+set(COURSE_HAVE_OPENMP ${OpenMP_CXX_FOUND})
+course_feature("OpenMP" COURSE_HAVE_OPENMP "stage 03 (03_openmp) is not built")
+
+# ---- CUDA ------------------------------------------------------------------
+option(COURSE_ENABLE_CUDA "Build the GPU stages when a CUDA toolkit is found" ON)
+set(COURSE_HAVE_CUDA OFF)
+if(COURSE_ENABLE_CUDA AND COURSE_SANITIZE STREQUAL "")
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    # H100 is sm_90; 80/86/89 cover A100, RTX 30xx and RTX 40xx / L4.
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 80 86 89 90)
+    endif()
+    enable_language(CUDA)
+    set(CMAKE_CUDA_STANDARD 17)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    find_package(CUDAToolkit QUIET)
+    if(CUDAToolkit_FOUND)
+      set(COURSE_HAVE_CUDA ON)
+    endif()
+  endif()
+endif()
+if(COURSE_HAVE_CUDA)
+  message(STATUS "[course] CUDA: found (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
+else()
+  course_feature("CUDA" COURSE_HAVE_CUDA "stages 04, 05 and 06 (GPU) are not built")
+endif()
+
+# ---- cuDNN: under the toolkit, or where Debian/Ubuntu packages put it ------
+set(COURSE_HAVE_CUDNN OFF)
+if(COURSE_HAVE_CUDA)
+  find_path(CUDNN_INCLUDE_DIR cudnn.h
+    HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/include/x86_64-linux-gnu /usr/include)
+  find_library(CUDNN_LIBRARY cudnn
+    HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/lib/x86_64-linux-gnu /usr/lib)
+  if(CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY)
+    set(COURSE_HAVE_CUDNN ON)
+    add_library(course_cudnn INTERFACE)
+    target_include_directories(course_cudnn INTERFACE ${CUDNN_INCLUDE_DIR})
+    target_link_libraries(course_cudnn INTERFACE ${CUDNN_LIBRARY})
+    message(STATUS "[course] cuDNN: found (${CUDNN_LIBRARY})")
+  endif()
+endif()
+if(NOT COURSE_HAVE_CUDNN)
+  course_feature("cuDNN" COURSE_HAVE_CUDNN "stage 06 (06_cudnn) is not built")
+endif()
+
+# ---- tests, benchmarks, docs -----------------------------------------------
+if(COURSE_BUILD_TESTS)
+  find_package(GTest QUIET)
+  course_feature("GoogleTest" GTest_FOUND "no tests are built")
+  if(NOT GTest_FOUND)
+    set(COURSE_BUILD_TESTS OFF)
+  endif()
+endif()
+if(COURSE_BUILD_BENCHMARKS)
+  find_package(benchmark QUIET)
+  course_feature("Google Benchmark" benchmark_FOUND "no benchmarks are built")
+  if(NOT benchmark_FOUND)
+    set(COURSE_BUILD_BENCHMARKS OFF)
+  endif()
+endif()
+find_package(Doxygen QUIET)
+course_feature("Doxygen" DOXYGEN_FOUND "the 'docs' target is not available")

@@ -1,0 +1,156 @@
+# course_stage(): builds one stage on both tracks.
+#
+#   course_stage(<dir> NUMBER <n> [USES <stage dir>...] [TRAINER <main.cpp>]
+#                [LIBS <extra link libraries>...] [GPU])
+#
+# For each track T in COURSE_TRACKS (solution, exercise) it defines
+#   s<NN>_<T>          the lesson code of solutions/<dir> or exercises/<dir>
+#                      (INTERFACE when the stage is headers only)
+#   s<NN>_train_<T>    the stage's trainer (stages/<dir>/<main.cpp>)
+#   s<NN>_tests_<T>    the GoogleTest suites of tests/<dir>
+# and s<NN>_bench (solution track only) from benchmarks/<dir>.
+#
+# CTest tests are one per task and one per other test suite, named
+#   s<NN>/<T>/Task<N.M>      runs the suites named Task<N>_<M>_*
+#   s<NN>/<T>/<Suite>        any other suite (checker self-tests, smoke tests)
+# with labels <T>, s<NN> (and gpu). Every test of a stage is a setup test of
+# the fixture gate_s<NN>_<T>, which every test of the next stage requires:
+# a stage's tests run only once the previous stage's tests pass.
+
+set_property(GLOBAL PROPERTY COURSE_PREVIOUS_GATE "")
+set_property(GLOBAL PROPERTY COURSE_STAGES "")
+
+function(course_stage dir)
+  cmake_parse_arguments(ST "GPU" "NUMBER;TRAINER" "USES;LIBS" ${ARGN})
+  string(LENGTH "${ST_NUMBER}" _len)
+  if(_len EQUAL 1)
+    set(nn "0${ST_NUMBER}")
+  else()
+    set(nn "${ST_NUMBER}")
+  endif()
+  set(prefix "s${nn}")
+  set_property(GLOBAL APPEND PROPERTY COURSE_STAGES ${dir})
+
+  # The tasks of this stage, read from the markers in solutions/<dir>.
+  file(GLOB _solution_files CONFIGURE_DEPENDS
+       ${CMAKE_SOURCE_DIR}/solutions/${dir}/*.hpp ${CMAKE_SOURCE_DIR}/solutions/${dir}/*.cpp
+       ${CMAKE_SOURCE_DIR}/solutions/${dir}/*.cu ${CMAKE_SOURCE_DIR}/solutions/${dir}/*.cuh)
+  set(_tasks "")
+  foreach(f ${_solution_files})
+    file(STRINGS ${f} _lines REGEX "BEGIN Task [0-9]+\\.[0-9]+")
+    foreach(l ${_lines})
+      string(REGEX MATCH "Task [0-9]+\\.[0-9]+" _t "${l}")
+      string(REPLACE "Task " "" _t "${_t}")
+      list(APPEND _tasks ${_t})
+    endforeach()
+  endforeach()
+  list(REMOVE_DUPLICATES _tasks)
+  list(SORT _tasks COMPARE NATURAL)
+
+  # The other suites of the tests, read from the test sources.
+  file(GLOB _test_sources CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/${dir}/*.cpp)
+  set(_other_suites "")
+  foreach(f ${_test_sources})
+    file(STRINGS ${f} _lines REGEX "^[ ]*(TEST|TEST_F|TEST_P|TYPED_TEST)\\(")
+    foreach(l ${_lines})
+      string(REGEX REPLACE "^[ ]*[A-Z_]+\\(([A-Za-z0-9_]+).*" "\\1" _suite "${l}")
+      if(NOT _suite MATCHES "^Task[0-9]+_[0-9]+_")
+        list(APPEND _other_suites ${_suite})
+      endif()
+    endforeach()
+  endforeach()
+  list(REMOVE_DUPLICATES _other_suites)
+
+  get_property(_previous_gate GLOBAL PROPERTY COURSE_PREVIOUS_GATE)
+
+  foreach(track ${COURSE_TRACKS})
+    if(track STREQUAL "solution")
+      set(root ${CMAKE_SOURCE_DIR}/solutions)
+    else()
+      set(root ${CMAKE_SOURCE_DIR}/exercises)
+    endif()
+
+    # ---- the lesson code ---------------------------------------------------
+    file(GLOB _srcs CONFIGURE_DEPENDS ${root}/${dir}/*.cpp ${root}/${dir}/*.cu)
+    set(lib ${prefix}_${track})
+    if(_srcs)
+      add_library(${lib} STATIC ${_srcs})
+      set(_scope PUBLIC)
+      target_compile_options(${lib} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${COURSE_WARNINGS}>)
+      if(track STREQUAL "exercise")
+        target_compile_options(${lib} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${COURSE_EXERCISE_WARNINGS}>)
+      endif()
+    else()
+      add_library(${lib} INTERFACE)
+      set(_scope INTERFACE)
+    endif()
+    target_include_directories(${lib} ${_scope} ${root})
+    target_link_libraries(${lib} ${_scope} course_common ${ST_LIBS})
+    foreach(used ${ST_USES})
+      get_property(_used_prefix GLOBAL PROPERTY COURSE_PREFIX_${used})
+      target_link_libraries(${lib} ${_scope} ${_used_prefix}_${track})
+    endforeach()
+    if(track STREQUAL "exercise")
+      # Stubs leave parameters unused; that is expected, not a warning.
+      target_compile_options(${lib} ${_scope} $<$<COMPILE_LANGUAGE:CXX>:${COURSE_EXERCISE_WARNINGS}>)
+    endif()
+
+    # ---- the trainer -------------------------------------------------------
+    if(ST_TRAINER)
+      add_executable(${prefix}_train_${track} ${CMAKE_SOURCE_DIR}/stages/${dir}/${ST_TRAINER})
+      target_link_libraries(${prefix}_train_${track} PRIVATE ${lib})
+      target_compile_options(${prefix}_train_${track} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${COURSE_WARNINGS}>)
+    endif()
+
+    # ---- the tests ---------------------------------------------------------
+    if(COURSE_BUILD_TESTS AND _test_sources)
+      set(exe ${prefix}_tests_${track})
+      add_executable(${exe} ${_test_sources})
+      target_link_libraries(${exe} PRIVATE ${lib} course_test_support GTest::gtest_main)
+      target_compile_options(${exe} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${COURSE_WARNINGS}>)
+      set(_names "")
+      foreach(task ${_tasks})
+        string(REPLACE "." "_" _t "${task}")
+        set(name "${prefix}/${track}/Task${task}")
+        add_test(NAME ${name} COMMAND ${exe} --gtest_filter=*Task${_t}_* --gtest_color=no)
+        set_tests_properties(${name} PROPERTIES LABELS "${track};${prefix};task${task}")
+        list(APPEND _names ${name})
+      endforeach()
+      foreach(suite ${_other_suites})
+        set(name "${prefix}/${track}/${suite}")
+        add_test(NAME ${name} COMMAND ${exe} --gtest_filter=${suite}.*:*/${suite}.* --gtest_color=no)
+        set_tests_properties(${name} PROPERTIES LABELS "${track};${prefix}")
+        list(APPEND _names ${name})
+      endforeach()
+      set_tests_properties(${_names} PROPERTIES
+        FIXTURES_SETUP gate_${prefix}_${track}
+        SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]"
+        TIMEOUT 900)
+      if(ST_GPU)
+        set_property(TEST ${_names} APPEND PROPERTY LABELS gpu)
+      endif()
+      if(_previous_gate)
+        set_tests_properties(${_names} PROPERTIES FIXTURES_REQUIRED ${_previous_gate}_${track})
+      endif()
+    endif()
+  endforeach()
+
+  # ---- benchmarks (solution track) ----------------------------------------
+  file(GLOB _bench_sources CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/benchmarks/${dir}/*.cpp
+                                            ${CMAKE_SOURCE_DIR}/benchmarks/${dir}/*.cu)
+  if(COURSE_BUILD_BENCHMARKS AND _bench_sources AND "solution" IN_LIST COURSE_TRACKS)
+    add_executable(${prefix}_bench ${_bench_sources})
+    target_link_libraries(${prefix}_bench PRIVATE ${prefix}_solution benchmark::benchmark)
+    target_compile_options(${prefix}_bench PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${COURSE_WARNINGS}>)
+  endif()
+
+  set_property(GLOBAL PROPERTY COURSE_PREFIX_${dir} ${prefix})
+  set_property(GLOBAL PROPERTY COURSE_PREVIOUS_GATE gate_${prefix})
+  set_property(GLOBAL PROPERTY COURSE_TASKS_${dir} "${_tasks}")
+  message(STATUS "[course] stage ${dir}: tasks ${_tasks}")
+endfunction()
+
+# course_stage_skipped(<dir> <reason>): one line, and nothing built.
+function(course_stage_skipped dir reason)
+  message(STATUS "[course] stage ${dir}: skipped (${reason})")
+endfunction()

@@ -1,0 +1,260 @@
+#include "common/arch.hpp"
+
+#include <cctype>
+#include <sstream>
+#include <stdexcept>
+
+namespace course {
+
+std::string Shape3::str() const {
+  return std::to_string(c) + "x" + std::to_string(h) + "x" + std::to_string(w);
+}
+
+const char* activation_name(Activation a) {
+  switch (a) {
+    case Activation::ReLU: return "relu";
+    case Activation::LeakyReLU: return "leaky";
+    case Activation::Sigmoid: return "sigmoid";
+    case Activation::Tanh: return "tanh";
+    case Activation::Softplus: return "softplus";
+  }
+  return "?";
+}
+
+std::string LayerSpec::token() const {
+  switch (kind) {
+    case LayerKind::Dense: return "fc" + std::to_string(units);
+    case LayerKind::Conv: {
+      std::string s = "conv" + std::to_string(units) + "k" + std::to_string(kernel);
+      if (pad) s += "p" + std::to_string(pad);
+      if (stride != 1) s += "s" + std::to_string(stride);
+      return s;
+    }
+    case LayerKind::MaxPool: {
+      std::string s = "pool" + std::to_string(kernel);
+      if (stride != kernel) s += "s" + std::to_string(stride);
+      if (pad) s += "p" + std::to_string(pad);
+      return s;
+    }
+    case LayerKind::Flatten: return "flatten";
+    case LayerKind::Activation: return activation_name(act);
+  }
+  return "?";
+}
+
+std::string Arch::spec() const {
+  std::string s;
+  for (std::size_t i = 0; i < layers.size(); ++i) s += (i ? "," : "") + layers[i].token();
+  return s;
+}
+
+bool Arch::has_conv() const {
+  for (const auto& l : layers)
+    if (l.kind == LayerKind::Conv || l.kind == LayerKind::MaxPool) return true;
+  return false;
+}
+
+namespace {
+
+// Reads "<letter><number>" pairs after a prefix: "k3p1s2" -> {k:3, p:1, s:2}.
+// Returns false on anything else. Numbers are limited to 1..100000.
+bool read_fields(const std::string& s, std::size_t pos, const std::string& allowed,
+                 int* values /* indexed like allowed */, bool* seen) {
+  while (pos < s.size()) {
+    const char key = s[pos++];
+    const auto slot = allowed.find(key);
+    if (slot == std::string::npos || seen[slot]) return false;
+    if (pos >= s.size() || !std::isdigit(static_cast<unsigned char>(s[pos]))) return false;
+    long v = 0;
+    while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) {
+      v = v * 10 + (s[pos++] - '0');
+      if (v > 100000) return false;
+    }
+    values[slot] = static_cast<int>(v);
+    seen[slot] = true;
+  }
+  return true;
+}
+
+bool read_count(const std::string& s, std::size_t pos, std::size_t* end, int* out) {
+  long v = 0;
+  std::size_t p = pos;
+  while (p < s.size() && std::isdigit(static_cast<unsigned char>(s[p]))) {
+    v = v * 10 + (s[p++] - '0');
+    if (v > 100000) return false;
+  }
+  if (p == pos || v < 1) return false;
+  *end = p;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+LayerSpec parse_token(const std::string& tok, int index) {
+  auto fail = [&](const std::string& expected) -> LayerSpec {
+    throw std::invalid_argument("architecture spec, layer " + std::to_string(index) + " '" + tok +
+                                "': expected " + expected);
+  };
+  LayerSpec l;
+  auto starts = [&](const char* p) { return tok.rfind(p, 0) == 0; };
+  static const struct { const char* name; Activation act; } acts[] = {
+      {"relu", Activation::ReLU}, {"leaky", Activation::LeakyReLU},
+      {"sigmoid", Activation::Sigmoid}, {"tanh", Activation::Tanh},
+      {"softplus", Activation::Softplus}};
+  for (const auto& a : acts) {
+    if (tok == a.name) {
+      l.kind = LayerKind::Activation;
+      l.act = a.act;
+      return l;
+    }
+  }
+  if (tok == "flatten") {
+    l.kind = LayerKind::Flatten;
+    return l;
+  }
+  std::size_t end = 0;
+  if (starts("fc")) {
+    l.kind = LayerKind::Dense;
+    if (!read_count(tok, 2, &end, &l.units) || end != tok.size()) return fail("fc<N> with N >= 1");
+    return l;
+  }
+  if (starts("conv")) {
+    l.kind = LayerKind::Conv;
+    int v[3] = {0, 0, 1};  // k, p, s
+    bool seen[3] = {false, false, false};
+    if (!read_count(tok, 4, &end, &l.units) || !read_fields(tok, end, "kps", v, seen) || !seen[0] ||
+        v[0] < 1 || v[2] < 1)
+      return fail("conv<F>k<K>[p<P>][s<S>], e.g. conv16k3p1");
+    l.kernel = v[0];
+    l.pad = v[1];
+    l.stride = v[2];
+    return l;
+  }
+  if (starts("pool")) {
+    l.kind = LayerKind::MaxPool;
+    if (!read_count(tok, 4, &end, &l.kernel)) return fail("pool<K>[s<S>][p<P>], e.g. pool2");
+    int v[2] = {l.kernel, 0};  // s, p
+    bool seen[2] = {false, false};
+    if (!read_fields(tok, end, "sp", v, seen) || v[0] < 1)
+      return fail("pool<K>[s<S>][p<P>], e.g. pool2 or pool3s2");
+    l.stride = v[0];
+    l.pad = v[1];
+    if (l.pad >= l.kernel) return fail("pool padding smaller than the window");
+    return l;
+  }
+  return fail("one of fc<N>, conv<F>k<K>..., pool<K>..., flatten, relu, leaky, sigmoid, tanh, softplus");
+}
+
+}  // namespace
+
+Arch parse_arch(const std::string& spec) {
+  Arch arch;
+  std::string tok;
+  int index = 0;
+  auto flush = [&]() {
+    ++index;
+    if (tok.empty()) throw std::invalid_argument("architecture spec, layer " + std::to_string(index) + " is empty");
+    arch.layers.push_back(parse_token(tok, index));
+    tok.clear();
+  };
+  for (char ch : spec) {
+    if (ch == ',') {
+      flush();
+    } else if (!std::isspace(static_cast<unsigned char>(ch))) {
+      tok += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    }
+  }
+  flush();
+  return arch;
+}
+
+std::vector<std::string> named_models() { return {"mlp", "cnn", "cnn-deep"}; }
+
+std::string named_model_spec(const std::string& name) {
+  if (name == "mlp") return "fc256,relu,fc128,relu,fc10";
+  if (name == "cnn") return "conv16k3p1,relu,pool2,conv32k3p1,relu,pool2,flatten,fc100,relu,fc10";
+  if (name == "cnn-deep")
+    return "conv16k3p1,relu,pool2,conv32k3p1,relu,pool2,conv32k3p1,relu,pool2,flatten,fc128,relu,fc50,"
+           "relu,fc10";
+  throw std::invalid_argument("unknown model '" + name + "' (known: mlp, cnn, cnn-deep)");
+}
+
+std::string spec_from_layer_sizes(const std::string& sizes, const std::string& activation,
+                                  long input_size, int classes) {
+  std::vector<std::string> parts;
+  std::stringstream ss(sizes);
+  std::string p;
+  while (std::getline(ss, p, ',')) parts.push_back(p);
+  if (parts.size() < 2)
+    throw std::invalid_argument("--layers '" + sizes + "': give at least the input and output sizes, e.g. 784,256,128,10");
+  std::string spec;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    std::string size_text = parts[i], act = activation;
+    const auto colon = size_text.find(':');
+    if (colon != std::string::npos) {
+      act = size_text.substr(colon + 1);
+      size_text = size_text.substr(0, colon);
+    }
+    std::size_t end = 0;
+    int n = 0;
+    if (!read_count(size_text, 0, &end, &n) || end != size_text.size())
+      throw std::invalid_argument("--layers '" + sizes + "': '" + parts[i] + "' is not a positive size");
+    if (i == 0) {
+      if (n != input_size)
+        throw std::invalid_argument("--layers '" + sizes + "': the first size is the input, " +
+                                    std::to_string(input_size) + " for this data set, not " + std::to_string(n));
+      continue;
+    }
+    if (i + 1 == parts.size()) {
+      if (n != classes)
+        throw std::invalid_argument("--layers '" + sizes + "': the last size is the number of classes, " +
+                                    std::to_string(classes) + ", not " + std::to_string(n));
+      spec += "fc" + std::to_string(n);
+      break;
+    }
+    static const char* const kActivations[] = {"relu", "leaky", "sigmoid", "tanh", "softplus"};
+    bool known = false;
+    for (const char* a : kActivations) known |= act == a;
+    if (!known)
+      throw std::invalid_argument("--layers '" + sizes + "': '" + act +
+                                  "' is not an activation (relu, leaky, sigmoid, tanh, softplus)");
+    spec += "fc" + std::to_string(n) + "," + act + ",";
+  }
+  return spec;
+}
+
+std::vector<Shape3> layer_shapes(const Arch& arch, Shape3 in, int classes) {
+  std::vector<Shape3> out;
+  if (arch.layers.empty()) throw std::invalid_argument("architecture spec is empty");
+  Shape3 s = in;
+  bool flat = false;  // after a dense or flatten layer there is no image left
+  int index = 0;
+  for (const auto& l : arch.layers) {
+    ++index;
+    auto fail = [&](const std::string& why) {
+      return std::invalid_argument("architecture spec, layer " + std::to_string(index) + " '" + l.token() +
+                                   "' on input " + s.str() + ": " + why);
+    };
+    switch (l.kind) {
+      case LayerKind::Dense: s = Shape3{l.units, 1, 1}; flat = true; break;
+      case LayerKind::Flatten: s = Shape3{static_cast<int>(s.size()), 1, 1}; flat = true; break;
+      case LayerKind::Activation: break;
+      case LayerKind::Conv:
+      case LayerKind::MaxPool: {
+        if (flat) throw fail("needs an image, but an earlier layer flattened it");
+        const int hp = s.h + 2 * l.pad, wp = s.w + 2 * l.pad;
+        if (l.kernel > hp || l.kernel > wp) throw fail("the window is larger than the padded input");
+        const int ho = (hp - l.kernel) / l.stride + 1, wo = (wp - l.kernel) / l.stride + 1;
+        s = Shape3{l.kind == LayerKind::Conv ? l.units : s.c, ho, wo};
+        break;
+      }
+    }
+    out.push_back(s);
+  }
+  const auto& last = arch.layers.back();
+  if (last.kind != LayerKind::Dense || last.units != classes)
+    throw std::invalid_argument("architecture spec '" + arch.spec() + "' must end with fc" +
+                                std::to_string(classes) + " (one output per class of this data set)");
+  return out;
+}
+
+}  // namespace course

@@ -1,0 +1,75 @@
+/// @file arch.hpp
+/// @brief Architecture spec strings: the named models and custom ones.
+///
+/// A spec is a comma-separated list of layers, read left to right:
+///
+/// | token              | layer                                                  |
+/// |--------------------|--------------------------------------------------------|
+/// | `fc<N>`            | dense layer with N outputs (flattens its input)        |
+/// | `conv<F>k<K>[p<P>][s<S>]` | F filters of K x K, padding P (0), stride S (1) |
+/// | `pool<K>[s<S>][p<P>]` | max-pool K x K, stride S (K), padding P (0)         |
+/// | `flatten`          | [C, H, W] -> [C*H*W]                                    |
+/// | `relu` `leaky` `sigmoid` `tanh` `softplus` | activation                      |
+///
+/// The last layer must be `fc<classes>`; softmax cross-entropy follows it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace course {
+
+/// The shape of one example: channels, height, width (a vector is [D, 1, 1]).
+struct Shape3 {
+  int c = 0, h = 1, w = 1;
+  long size() const { return static_cast<long>(c) * h * w; }
+  bool operator==(const Shape3& o) const { return c == o.c && h == o.h && w == o.w; }
+  std::string str() const;  ///< "1x28x28"
+};
+
+enum class LayerKind { Dense, Conv, MaxPool, Flatten, Activation };
+enum class Activation { ReLU, LeakyReLU, Sigmoid, Tanh, Softplus };
+
+/// Name of an activation as written in specs ("relu").
+const char* activation_name(Activation a);
+
+/// One layer of a spec.
+struct LayerSpec {
+  LayerKind kind = LayerKind::Dense;
+  int units = 0;   ///< dense outputs, or conv filters
+  int kernel = 0;  ///< conv / pool window
+  int stride = 1;
+  int pad = 0;
+  Activation act = Activation::ReLU;  ///< for LayerKind::Activation
+  std::string token() const;          ///< canonical text, e.g. "conv16k3p1"
+};
+
+/// A parsed architecture.
+struct Arch {
+  std::vector<LayerSpec> layers;
+  std::string spec() const;  ///< canonical spec string, comma-separated
+  bool has_conv() const;     ///< true if any conv or pool layer is present
+};
+
+/// Parses a spec string; throws std::invalid_argument naming the bad token and
+/// its position ("layer 3 'conv16x3': expected conv<F>k<K>[p<P>][s<S>]").
+Arch parse_arch(const std::string& spec);
+
+/// The spec of a named model (`mlp`, `cnn`, `cnn-deep`); throws on an unknown name.
+std::string named_model_spec(const std::string& name);
+/// The names accepted by named_model_spec().
+std::vector<std::string> named_models();
+
+/// Spec for `--layers 784,256,128,10`: sizes of every layer, input first. A hidden
+/// size may carry its activation (`256:tanh`); otherwise `activation` is used.
+/// The first size must equal the input size, the last the number of classes.
+std::string spec_from_layer_sizes(const std::string& sizes, const std::string& activation,
+                                  long input_size, int classes);
+
+/// Output shape of every layer for an input of shape `input` (element i is the
+/// output of layer i). Throws std::invalid_argument when a layer does not fit
+/// (window larger than its padded input, a spec that does not end in
+/// fc<classes>, ...).
+std::vector<Shape3> layer_shapes(const Arch& arch, Shape3 input, int classes);
+
+}  // namespace course

@@ -1,0 +1,214 @@
+#include "common/cli.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ostream>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "common/arch.hpp"
+#include "common/data.hpp"
+
+namespace course {
+
+namespace {
+
+// The activations --activation accepts (the same words a spec uses).
+const std::vector<std::string>& activation_names() {
+  static const std::vector<std::string> names = {"relu", "leaky", "sigmoid", "tanh", "softplus"};
+  return names;
+}
+
+const std::vector<std::string>& loss_names() {
+  static const std::vector<std::string> names = {"cross-entropy", "mse"};
+  return names;
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string s;
+  for (std::size_t i = 0; i < items.size(); ++i) s += (i ? sep : "") + items[i];
+  return s;
+}
+
+// A whole string read as a number; false for "", "abc", "1x" or a value out of range.
+bool read_number(const std::string& text, double& value) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  value = std::strtod(text.c_str(), &end);
+  return errno == 0 && end == text.c_str() + text.size() && std::isfinite(value);
+}
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// Validators with messages a learner can act on. CLI11 prefixes the flag's
+// name, so "--epochs: must be at least 1, not 0".
+CLI::Validator at_least(double min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        double v = 0;
+        if (!read_number(text, v)) return "'" + text + "' is not a number";
+        if (v < min) return "must be at least " + number_text(min) + ", not " + text;
+        return "";
+      },
+      "");
+}
+
+CLI::Validator above_zero() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        if (!read_number(text, v)) return "'" + text + "' is not a number";
+        if (v <= 0) return "must be above 0, not " + text;
+        return "";
+      },
+      "");
+}
+
+CLI::Validator zero_to_below_one() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        if (!read_number(text, v)) return "'" + text + "' is not a number";
+        if (v < 0 || v >= 1) return "must be in [0, 1), not " + text;
+        return "";
+      },
+      "");
+}
+
+// Like CLI::IsMember, but the message lists the choices in words.
+CLI::Validator one_of(std::vector<std::string> choices, const std::string& what) {
+  const std::string shown = "{" + join(choices, ",") + "}";
+  return CLI::Validator(
+      [choices, what](std::string& text) -> std::string {
+        for (const auto& c : choices)
+          if (c == text) return "";
+        return "'" + text + "' is not a known " + what + " (choose from " + join(choices, ", ") + ")";
+      },
+      shown);
+}
+
+std::string examples(const std::string& program) {
+  const std::vector<std::pair<std::string, std::string>> lines = {
+      {"", "train the MLP on Fashion-MNIST"},
+      {"-m cnn --epochs 5 --save cnn.bin", "train the CNN, save it"},
+      {"-m cnn --load cnn.bin --evaluate", "evaluate the saved CNN"},
+      {"--layers 784,128:tanh,10", "an MLP by its sizes"},
+      {"--arch conv8k5,relu,pool2,fc10", "a custom model"},
+      {"--dataset synthetic --json run.json", "no data needed; JSON out"},
+  };
+  std::size_t width = 0;
+  for (const auto& l : lines) width = std::max(width, program.size() + 1 + l.first.size());
+  std::string text = "Examples:\n";
+  for (const auto& l : lines) {
+    std::string command = program + (l.first.empty() ? "" : " " + l.first);
+    command.resize(width, ' ');
+    text += "  " + command + "   " + l.second + "\n";
+  }
+  return text +
+         "\nExit codes: 0 done, 1 data or model-file error, 2 usage error, 3 a task is not implemented yet,\n"
+         "4 the loss diverged (NaN or Inf).";
+}
+
+std::string base_name(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+void configure_trainer_app(CLI::App& app, TrainerOptions& o, const StageInfo& stage, const std::string& program) {
+  app.name(program);
+  app.description((stage.title.empty() ? "Stage " + stage.id : stage.title + " [" + stage.id + "]") +
+                  "\nTrains a model on a data set and reports loss, accuracy and speed per epoch,"
+                  " then per-class precision, recall, F1 and the confusion matrix.");
+  app.footer(examples(program));
+  app.get_formatter()->column_width(34);
+  // A repeated flag takes its last value, so a script can append overrides to a command.
+  app.option_defaults()->always_capture_default()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+
+  // ---- the model
+  app.add_option("-m,--model", o.model, "Named model (the lessons say what each is)")
+                    ->check(one_of(named_models(), "model"))
+                    ->type_name("NAME");
+  auto* arch = app.add_option("--arch", o.arch, "Custom spec, e.g. conv8k3p1,relu,pool2,fc10 (overrides --model)")
+                   ->type_name("SPEC");
+  auto* layers = app.add_option("--layers", o.layers, "MLP by its sizes, input first: 784,256,128,10 (or 256:tanh)")
+                     ->type_name("SIZES");
+  arch->excludes(layers);
+  app.add_option("--activation", o.activation, "Hidden-layer activation for --model and --layers")
+      ->check(one_of(activation_names(), "activation"))
+      ->type_name("NAME");
+  app.add_option("--loss", o.loss, "Loss function")->check(one_of(loss_names(), "loss"))->type_name("NAME");
+
+  // ---- the data
+  app.add_option("--dataset", o.dataset, "Data set (synthetic needs no files)")
+      ->check(one_of(dataset_names(), "data set"))
+      ->type_name("NAME");
+  app.add_option("--data-dir", o.data_dir, "Folder with the data files (default: ./data, system folders)")
+      ->type_name("DIR");
+  app.add_option("--limit", o.limit, "Train on the first N training examples (0 = all)")
+      ->check(at_least(0))
+      ->type_name("N");
+
+  // ---- training
+  app.add_option("--epochs", o.epochs, "Passes over the training set (>= 1)")->check(at_least(1))->type_name("N");
+  app.add_option("--batch", o.batch, "Minibatch size (>= 1)")->check(at_least(1))->type_name("N");
+  app.add_option("--lr", o.lr, "Learning rate (> 0)")->check(above_zero())->type_name("RATE");
+  app.add_option("--momentum", o.momentum, "SGD momentum in [0, 1) (0 = plain SGD)")->check(zero_to_below_one())->type_name("M");
+  app.add_option("--seed", o.seed, "Seed of the initial weights and the shuffling")
+      ->type_name("N");
+  if (stage.has_threads)
+    app.add_option("--threads", o.threads, "CPU threads (0 = every core)")->check(at_least(0))->type_name("N");
+
+  // ---- model files and output
+  app.add_option("--save", o.save, "Save the trained model to FILE")->type_name("FILE");
+  auto* load = app.add_option("--load", o.load, "Start from the model saved in FILE")->type_name("FILE");
+  app.add_flag("--evaluate", o.evaluate, "Only evaluate the --load model on the test set")->needs(load);
+  app.add_flag("--profile", o.profile, "Time every layer, forward and backward (table at the end)");
+  app.add_option("--json", o.json, "Write every result to FILE as JSON")->type_name("FILE");
+  app.add_flag("--verbose", o.verbose, "Print more detail (data paths, evaluation times)");
+  app.add_flag_callback("--no-progress", [&o]() { o.progress = false; }, "No progress bar");
+
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return std::string("error: ") + e.what() + "\nRun with --help for the options.\n";
+  });
+}
+
+std::optional<int> parse_trainer_options(int argc, const char* const* argv, const StageInfo& stage,
+                                         TrainerOptions& options,
+                                         const std::function<void(CLI::App&)>& extra_options, std::ostream& out,
+                                         std::ostream& err) {
+  CLI::App app;
+  configure_trainer_app(app, options, stage, argc > 0 && argv[0] ? base_name(argv[0]) : stage.id);
+  if (extra_options) extra_options(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e, out, err);
+    // --help is a "success" exit of CLI11; every real error is a usage error.
+    return code == 0 ? 0 : 2;
+  }
+  return std::nullopt;
+}
+
+nlohmann::json to_json(const TrainerOptions& o) {
+  return {{"model", o.model},     {"arch", o.arch},       {"layers", o.layers},   {"activation", o.activation},
+          {"loss", o.loss},       {"dataset", o.dataset}, {"data_dir", o.data_dir}, {"epochs", o.epochs},
+          {"batch", o.batch},     {"lr", o.lr},           {"momentum", o.momentum}, {"seed", o.seed},
+          {"threads", o.threads}, {"save", o.save},       {"load", o.load},       {"evaluate", o.evaluate},
+          {"limit", o.limit},     {"profile", o.profile}, {"json", o.json},       {"verbose", o.verbose},
+          {"progress", o.progress}};
+}
+
+}  // namespace course

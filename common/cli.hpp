@@ -1,0 +1,81 @@
+/// @file cli.hpp
+/// @brief The command line every trainer shares (CLI11), and what it fills in.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace CLI {
+class App;
+}
+
+namespace course {
+
+/// Everything the shared command line sets. The defaults are the course's defaults.
+struct TrainerOptions {
+  std::string model = "mlp";            ///< --model/-m: a named model (course::named_models())
+  std::string arch;                     ///< --arch: a custom spec; overrides --model
+  std::string layers;                   ///< --layers 784,256,128,10: an MLP by its sizes
+  std::string activation = "relu";      ///< --activation: hidden activation for --model and --layers
+  std::string loss = "cross-entropy";   ///< --loss: cross-entropy or mse
+  std::string dataset = "fashion-mnist";///< --dataset (course::dataset_names())
+  std::string data_dir;                 ///< --data-dir: where the data files are ("" = the usual places)
+  int epochs = 10;                      ///< --epochs, at least 1
+  int batch = 64;                       ///< --batch, at least 1
+  double lr = 0.01;                     ///< --lr, above 0
+  double momentum = 0.9;                ///< --momentum, in [0, 1)
+  std::uint64_t seed = 42;              ///< --seed: initial weights, shuffling and the synthetic set
+  int threads = 0;                      ///< --threads (CPU stages): 0 = every core
+  std::string save;                     ///< --save FILE: write the trained model
+  std::string load;                     ///< --load FILE: start from (or evaluate) a saved model
+  bool evaluate = false;                ///< --evaluate: evaluate the --load model on the test set only
+  long limit = 0;                       ///< --limit N: train on the first N examples (0 = all)
+  bool profile = false;                 ///< --profile: time every layer
+  std::string json;                     ///< --json FILE: every result, machine-readable
+  bool verbose = false;                 ///< --verbose: more detail
+  bool progress = true;                 ///< false with --no-progress
+};
+
+/// What a stage tells the shared trainer about itself.
+struct StageInfo {
+  std::string id;            ///< the stage folder, e.g. "01_fc_softmax"
+  std::string title;         ///< one line, e.g. "dense layers and softmax on the CPU"
+  bool has_threads = false;  ///< true for CPU stages that take --threads
+};
+
+/// Adds every shared flag to `app`, bound to `options` (whose current values
+/// become the defaults shown by --help), with its checks: --epochs and --batch
+/// at least 1, --lr above 0, --momentum in [0, 1), --limit and --threads at
+/// least 0, --model, --dataset, --loss and --activation from their lists,
+/// --evaluate only with --load, --arch and --layers not together. --threads
+/// exists only when `stage.has_threads`. Sets the description, the footer of
+/// examples (using `program`, the name the trainer was run as) and the
+/// failure message.
+void configure_trainer_app(CLI::App& app, TrainerOptions& options, const StageInfo& stage,
+                           const std::string& program);
+
+/// Parses a trainer's command line into `options`.
+///
+/// `extra_options`, when given, adds a stage's own flags to the app before
+/// parsing (stage 03's `--parallel data|loops`, stage 04's `--kernel N`),
+/// bound to variables the stage owns.
+///
+/// Returns std::nullopt when the trainer should run. Otherwise it has printed
+/// what the user asked for or what went wrong and returns the exit code: 0
+/// after --help (printed to `out`), 2 for a usage error (an unknown flag, a
+/// missing or bad value), printed to `err` as CLI11's message naming the flag,
+/// followed by "Run with --help for the options."
+std::optional<int> parse_trainer_options(int argc, const char* const* argv, const StageInfo& stage,
+                                         TrainerOptions& options,
+                                         const std::function<void(CLI::App&)>& extra_options, std::ostream& out,
+                                         std::ostream& err);
+
+/// Every option as a JSON object (for --json), keyed by the flag names.
+nlohmann::json to_json(const TrainerOptions& options);
+
+}  // namespace course

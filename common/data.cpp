@@ -1,0 +1,611 @@
+/// @file data.cpp
+/// @brief The file loaders (IDX, CIFAR-10 binary, CSV) and load_data(), which finds them.
+///
+/// Every loader reads its file into memory in one go and parses the bytes
+/// there: 60000 Fashion-MNIST images are 47 MB, and walking them byte by byte
+/// through an iostream would cost seconds where a memcpy-speed pass costs
+/// milliseconds. Every error message starts with the file it is about, so a
+/// learner with a half-downloaded data set knows which file to fetch again.
+#include "common/data.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#ifdef COURSE_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
+namespace fs = std::filesystem;
+
+namespace course {
+
+namespace {
+
+using Bytes = std::vector<unsigned char>;
+
+// ---- reading files ----------------------------------------------------------
+
+/// The whole file, read with one call.
+Bytes read_file_bytes(const std::string& path) {
+  std::error_code ec;
+  // Checked first because Linux lets a folder be opened like a file and only
+  // fails on the read, with a message that does not say what went wrong.
+  if (fs::is_directory(path, ec)) throw DataError(path + ": is a folder, not a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError(path + ": cannot open (" + std::strerror(errno) + ")");
+  const auto size = fs::file_size(path, ec);
+  if (ec) throw DataError(path + ": cannot read its size (" + ec.message() + ")");
+  Bytes bytes(static_cast<std::size_t>(size));
+  if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size)))
+    throw DataError(path + ": read error after " + std::to_string(in.gcount()) + " of " +
+                    std::to_string(size) + " bytes");
+  return bytes;
+}
+
+/// gzip files start with the two bytes 1f 8b (RFC 1952), whatever their name.
+bool is_gzip(const Bytes& b) { return b.size() >= 2 && b[0] == 0x1f && b[1] == 0x8b; }
+
+#ifdef COURSE_HAVE_ZLIB
+/// Releases a zlib stream on every way out of gunzip(), exceptions included.
+struct InflateGuard {
+  z_stream* s;
+  ~InflateGuard() { inflateEnd(s); }
+};
+
+/// Decompresses a whole gzip file held in memory (several members in a row are joined).
+Bytes gunzip(const Bytes& gz, const std::string& path) {
+  if (gz.size() > std::numeric_limits<uInt>::max())
+    throw DataError(path + ": gzip files over 4 GiB are not supported; gunzip it first");
+  z_stream s{};
+  // 16 + MAX_WBITS: expect a gzip header and trailer (not a raw zlib stream).
+  if (inflateInit2(&s, 16 + MAX_WBITS) != Z_OK) throw DataError(path + ": cannot start zlib");
+  InflateGuard guard{&s};
+
+  // The last 4 bytes of a gzip file hold the uncompressed size modulo 2^32: a
+  // good first guess that saves growing the buffer several times. It is only a
+  // guess: in a truncated file those bytes are compressed data, so it is capped
+  // by deflate's best ratio (1032:1) and by 256 MiB.
+  std::size_t guess = gz.size() * 4;
+  if (gz.size() >= 18) {
+    const unsigned char* t = gz.data() + gz.size() - 4;
+    const std::size_t isize =
+        std::size_t{t[0]} | std::size_t{t[1]} << 8 | std::size_t{t[2]} << 16 | std::size_t{t[3]} << 24;
+    const std::size_t cap = std::min<std::size_t>(gz.size() * 1032, std::size_t{256} << 20);
+    guess = std::max(guess, std::min(isize + 1, cap));  // +1: the end is seen without a regrow
+  }
+  Bytes out(std::max<std::size_t>(guess, 1 << 16));
+  std::size_t produced = 0;
+
+  s.next_in = const_cast<Bytef*>(gz.data());
+  s.avail_in = static_cast<uInt>(gz.size());
+  for (;;) {
+    if (produced == out.size()) out.resize(out.size() * 2);
+    const std::size_t room = std::min<std::size_t>(out.size() - produced, std::numeric_limits<uInt>::max());
+    s.next_out = out.data() + produced;
+    s.avail_out = static_cast<uInt>(room);
+    const int ret = inflate(&s, Z_NO_FLUSH);
+    produced += room - s.avail_out;
+    if (ret == Z_STREAM_END) {
+      // `cat a.gz b.gz` is a valid gzip file too: go on with the next member.
+      if (s.avail_in >= 2 && s.next_in[0] == 0x1f && s.next_in[1] == 0x8b) {
+        inflateReset(&s);
+        continue;
+      }
+      break;  // anything else after the last member (padding) is ignored, as gunzip does
+    }
+    if (ret == Z_OK) continue;
+    if (ret == Z_BUF_ERROR && s.avail_in > 0) continue;  // only needed more output room
+    if (ret == Z_BUF_ERROR)
+      throw DataError(path + ": the gzip data ends early (the download was cut short?); " +
+                      std::to_string(produced) + " bytes decompressed before the end");
+    throw DataError(path + ": corrupt gzip data (" + (s.msg ? s.msg : "zlib error " + std::to_string(ret)) +
+                    ")");
+  }
+  out.resize(produced);
+  return out;
+}
+#endif
+
+/// A file's bytes, decompressed when the content is gzip.
+Bytes read_maybe_gzip(const std::string& path, bool* was_gzip) {
+  Bytes bytes = read_file_bytes(path);
+  *was_gzip = is_gzip(bytes);
+  if (!*was_gzip) return bytes;
+#ifdef COURSE_HAVE_ZLIB
+  return gunzip(bytes, path);
+#else
+  throw DataError(path + ": is gzip-compressed, and this build has no zlib; run `gunzip " + path +
+                  "` and try again");
+#endif
+}
+
+/// Reads a big-endian 32-bit number, the byte order of every IDX header field.
+std::uint32_t be32(const unsigned char* p) {
+  return std::uint32_t{p[0]} << 24 | std::uint32_t{p[1]} << 16 | std::uint32_t{p[2]} << 8 | p[3];
+}
+
+std::string hex32(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08X", v);
+  return buf;
+}
+
+/// Byte b -> b / 255 exactly as float, looked up rather than divided per pixel.
+const float* byte_to_unit() {
+  static const auto table = [] {
+    std::vector<float> t(256);
+    for (int i = 0; i < 256; ++i) t[static_cast<std::size_t>(i)] = static_cast<float>(i) / 255.0f;
+    return t;
+  }();
+  return table.data();
+}
+
+std::vector<std::string> numbered_names(int classes, const std::string& prefix) {
+  std::vector<std::string> names;
+  for (int k = 0; k < classes; ++k) names.push_back(prefix + std::to_string(k));
+  return names;
+}
+
+std::string folder_of(const std::string& path) {
+  const std::string parent = fs::path(path).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
+
+// ---- IDX --------------------------------------------------------------------
+
+constexpr std::uint32_t kIdxImagesMagic = 0x00000803;  // unsigned byte data, 3 dimensions
+constexpr std::uint32_t kIdxLabelsMagic = 0x00000801;  // unsigned byte data, 1 dimension
+
+/// Checks the size and the magic number of an IDX header; `what` is "image" or "label".
+void check_idx_header(const Bytes& b, const std::string& path, const char* what, std::uint32_t magic,
+                      std::size_t header_bytes, bool gz) {
+  const std::string kind = std::string("an IDX ") + what + " file";
+  if (b.empty())
+    throw DataError(path + ": file is empty" + (gz ? " after gunzip" : "") + " (expected " + kind +
+                    " of at least " + std::to_string(header_bytes) + " bytes)");
+  // The magic number first: a swapped or foreign file is told apart even when
+  // it is shorter than the header it was mistaken for.
+  const std::uint32_t found = b.size() >= 4 ? be32(b.data()) : magic;
+  if (found != magic) {
+    std::string hint;
+    if (found == kIdxImagesMagic) hint = " (this is an image file; were the two files swapped?)";
+    if (found == kIdxLabelsMagic) hint = " (this is a label file; were the two files swapped?)";
+    throw DataError(path + ": wrong magic number " + hex32(found) + ", expected " + hex32(magic) + " for " +
+                    kind + hint);
+  }
+  if (b.size() < header_bytes)
+    throw DataError(path + ": truncated header: expected " + std::to_string(header_bytes) + " bytes for " +
+                    kind + ", found " + std::to_string(b.size()));
+}
+
+/// Checks that the body after the header is exactly `need` bytes long.
+void check_idx_body(const Bytes& b, const std::string& path, std::uint64_t need, const std::string& what,
+                    bool gz) {
+  const std::string counts = "expected " + std::to_string(need) + " bytes (" + what +
+                             " and the header), found " + std::to_string(b.size()) +
+                             (gz ? " after gunzip" : "");
+  if (b.size() < need) throw DataError(path + ": truncated: " + counts);
+  if (b.size() > need) throw DataError(path + ": extra bytes after the data: " + counts);
+}
+
+}  // namespace
+
+// ---- Dataset ------------------------------------------------------------------
+
+void Dataset::truncate(long n) {
+  if (n <= 0 || n >= size()) return;
+  labels.resize(static_cast<std::size_t>(n));
+  images.resize(static_cast<std::size_t>(n * shape.size()));
+}
+
+std::vector<std::string> dataset_names() { return {"fashion-mnist", "mnist", "cifar10", "csv", "synthetic"}; }
+
+// ---- IDX (MNIST, Fashion-MNIST) ---------------------------------------------
+
+Dataset load_idx(const std::string& images_path, const std::string& labels_path, const std::string& name) {
+  bool images_gz = false, labels_gz = false;
+  const Bytes img = read_maybe_gzip(images_path, &images_gz);
+  check_idx_header(img, images_path, "image", kIdxImagesMagic, 16, images_gz);
+  const std::uint32_t n = be32(img.data() + 4), rows = be32(img.data() + 8), cols = be32(img.data() + 12);
+  if (rows == 0 || cols == 0 || rows > 65535 || cols > 65535)
+    throw DataError(images_path + ": image size " + std::to_string(rows) + "x" + std::to_string(cols) +
+                    " in the header is not a plausible image size");
+  const std::uint64_t pixels = std::uint64_t{rows} * cols;
+  check_idx_body(img, images_path, 16 + std::uint64_t{n} * pixels,
+                 std::to_string(n) + " images of " + std::to_string(rows) + "x" + std::to_string(cols),
+                 images_gz);
+
+  const Bytes lab = read_maybe_gzip(labels_path, &labels_gz);
+  check_idx_header(lab, labels_path, "label", kIdxLabelsMagic, 8, labels_gz);
+  const std::uint32_t n_labels = be32(lab.data() + 4);
+  check_idx_body(lab, labels_path, 8 + std::uint64_t{n_labels}, std::to_string(n_labels) + " labels",
+                 labels_gz);
+  if (n_labels != n)
+    throw DataError(images_path + " holds " + std::to_string(n) + " images but " + labels_path + " holds " +
+                    std::to_string(n_labels) + " labels");
+  if (n > static_cast<std::uint32_t>(std::numeric_limits<int>::max()))
+    throw DataError(images_path + ": " + std::to_string(n) + " images are more than this loader handles");
+
+  Dataset d;
+  d.name = name;
+  d.source = folder_of(images_path);
+  d.shape = Shape3{1, static_cast<int>(rows), static_cast<int>(cols)};
+  d.classes = 10;
+  if (name == "fashion-mnist")
+    d.class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                     "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  else
+    d.class_names = numbered_names(10, "");
+
+  d.labels.resize(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const int y = lab[8 + i];
+    if (y >= d.classes)
+      throw DataError(labels_path + ": label " + std::to_string(y) + " at index " + std::to_string(i) +
+                      " is out of range (expected 0..9)");
+    d.labels[i] = y;
+  }
+  const float* unit = byte_to_unit();
+  d.images.resize(static_cast<std::size_t>(std::uint64_t{n} * pixels));
+  const unsigned char* src = img.data() + 16;
+  for (std::size_t i = 0; i < d.images.size(); ++i) d.images[i] = unit[src[i]];
+  return d;
+}
+
+// ---- CIFAR-10 binary ----------------------------------------------------------
+
+Dataset load_cifar10(const std::vector<std::string>& paths) {
+  // One record: the label byte, then the 32x32 red plane, green plane and blue
+  // plane, each row-major: already the C, H, W order the layers use.
+  constexpr std::size_t kPixels = 3 * 32 * 32;
+  constexpr std::size_t kRecord = 1 + kPixels;
+  if (paths.empty()) throw DataError("load_cifar10: no files given");
+
+  Dataset d;
+  d.name = "cifar10";
+  d.source = folder_of(paths.front());
+  d.shape = Shape3{3, 32, 32};
+  d.classes = 10;
+  d.class_names = {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};
+  const float* unit = byte_to_unit();
+  for (const std::string& path : paths) {
+    const Bytes b = read_file_bytes(path);
+    if (b.empty() || b.size() % kRecord != 0)
+      throw DataError(path + ": " + std::to_string(b.size()) +
+                      " bytes is not a whole number of CIFAR-10 records (3073 bytes each: 1 label byte "
+                      "and 3072 pixel bytes)");
+    const std::size_t records = b.size() / kRecord;
+    for (std::size_t r = 0; r < records; ++r) {
+      const unsigned char* rec = b.data() + r * kRecord;
+      if (rec[0] > 9)
+        throw DataError(path + ": record " + std::to_string(r) + " has label " + std::to_string(rec[0]) +
+                        ", expected 0..9 (is this the binary version of CIFAR-10, not CIFAR-100?)");
+      d.labels.push_back(rec[0]);
+      const std::size_t at = d.images.size();
+      d.images.resize(at + kPixels);
+      for (std::size_t i = 0; i < kPixels; ++i) d.images[at + i] = unit[rec[1 + i]];
+    }
+  }
+  return d;
+}
+
+// ---- CSV ----------------------------------------------------------------------
+
+namespace {
+
+std::string trim(const std::string& s) {
+  const char* ws = " \t\r";
+  const auto b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+std::vector<std::string> split_cells(const std::string& line) {
+  std::vector<std::string> cells;
+  std::size_t start = 0;
+  for (;;) {
+    const auto comma = line.find(',', start);
+    cells.push_back(trim(line.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
+    if (comma == std::string::npos) return cells;
+    start = comma + 1;
+  }
+}
+
+/// A whole cell as a finite number; false for text, blanks, "nan" and "inf".
+bool parse_number(const std::string& cell, double* value) {
+  if (cell.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  *value = std::strtod(cell.c_str(), &end);
+  return end == cell.c_str() + cell.size() && errno != ERANGE && std::isfinite(*value);
+}
+
+}  // namespace
+
+Dataset load_csv(const std::string& path, std::vector<float>* column_min, std::vector<float>* column_max) {
+  const Bytes bytes = read_file_bytes(path);
+  const std::string text(bytes.begin(), bytes.end());
+
+  std::size_t width = 0;  // cells per line, set by the first non-blank line
+  int width_line = 0;     // ... and which line that was, for the messages
+  bool seen_first = false;
+  std::vector<double> values;  // row-major features, unscaled
+  std::vector<int> labels;
+
+  int line_no = 0;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const auto nl = text.find('\n', pos);
+    const std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+    ++line_no;
+    if (trim(line).empty()) continue;  // blank lines (a trailing one is common) carry nothing
+
+    const std::vector<std::string> cells = split_cells(line);
+    std::vector<double> row(cells.size());
+    std::size_t bad = cells.size();  // first non-numeric cell, if any
+    for (std::size_t j = 0; j < cells.size() && bad == cells.size(); ++j)
+      if (!parse_number(cells[j], &row[j])) bad = j;
+
+    if (!seen_first) {
+      seen_first = true;
+      width = cells.size();
+      width_line = line_no;
+      if (width < 2)
+        throw DataError(path + ": line " + std::to_string(line_no) +
+                        " has 1 cell; each line needs at least one feature and the class label");
+      if (bad != cells.size()) continue;  // a header line: column names, skipped
+    }
+    if (cells.size() != width)
+      throw DataError(path + ": line " + std::to_string(line_no) + " has " + std::to_string(cells.size()) +
+                      " cells, expected " + std::to_string(width) + " (as on line " +
+                      std::to_string(width_line) + ")");
+    if (bad != cells.size())
+      throw DataError(path + ": line " + std::to_string(line_no) + ", column " + std::to_string(bad + 1) +
+                      ": '" + cells[bad] + "' is not a number");
+    const double y = row.back();
+    if (y < 0)
+      throw DataError(path + ": line " + std::to_string(line_no) + ": label " + cells.back() +
+                      " is negative (labels are class numbers 0, 1, 2, ...)");
+    if (y != std::floor(y) || y > 1e6)
+      throw DataError(path + ": line " + std::to_string(line_no) + ": label " + cells.back() +
+                      " is not a class number (a whole number from 0 to 1000000)");
+    labels.push_back(static_cast<int>(y));
+    values.insert(values.end(), row.begin(), row.end() - 1);
+  }
+  if (!seen_first)
+    throw DataError(path +
+                    ": file is empty (expected one example per line: the features, then the class label)");
+  if (labels.empty()) throw DataError(path + ": has a header line but no examples");
+
+  const std::size_t features = width - 1;
+  const std::size_t n = labels.size();
+  const bool given = column_min && column_max && !column_min->empty() && !column_max->empty();
+  std::vector<float> lo, hi;
+  if (given) {
+    lo = *column_min;
+    hi = *column_max;
+    if (lo.size() != features || hi.size() != features)
+      throw DataError(path + ": has " + std::to_string(features) +
+                      " feature columns, but the scaling was taken from a file with " +
+                      std::to_string(lo.size()));
+  } else {
+    lo.assign(features, std::numeric_limits<float>::max());
+    hi.assign(features, std::numeric_limits<float>::lowest());
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < features; ++j) {
+        const auto v = static_cast<float>(values[i * features + j]);
+        lo[j] = std::min(lo[j], v);
+        hi[j] = std::max(hi[j], v);
+      }
+    if (column_min) *column_min = lo;
+    if (column_max) *column_max = hi;
+  }
+
+  Dataset d;
+  d.name = "csv";
+  d.source = folder_of(path);
+  d.shape = Shape3{static_cast<int>(features), 1, 1};
+  d.labels = labels;
+  d.classes = *std::max_element(labels.begin(), labels.end()) + 1;
+  d.class_names = numbered_names(d.classes, "");
+  d.images.resize(n * features);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < features; ++j) {
+      const double range = static_cast<double>(hi[j]) - lo[j];
+      // A constant column carries no information: 0 rather than a division by zero.
+      const double v = range > 0 ? (values[i * features + j] - lo[j]) / range : 0.0;
+      // The test set is scaled with the training set's range and may fall
+      // outside it; clamping keeps every value in [0, 1] as Dataset promises.
+      d.images[i * features + j] = static_cast<float>(std::clamp(v, 0.0, 1.0));
+    }
+  return d;
+}
+
+// ---- load_data ------------------------------------------------------------------
+
+namespace {
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string s;
+  for (std::size_t i = 0; i < parts.size(); ++i) s += (i ? sep : "") + parts[i];
+  return s;
+}
+
+std::string in_dir(const std::string& dir, const std::string& file) {
+  return (fs::path(dir) / file).string();
+}
+
+/// `base` in `dir`, plain or with .gz appended (plain first: it loads faster); "" when neither exists.
+std::string find_maybe_gz(const std::string& dir, const std::string& base) {
+  std::error_code ec;
+  for (const std::string& f : {base, base + ".gz"})
+    if (fs::is_regular_file(in_dir(dir, f), ec)) return in_dir(dir, f);
+  return "";
+}
+
+/// The full paths of `files` in `dir` when all of them are there; else `missing` lists the absent ones.
+bool find_all(const std::string& dir, const std::vector<std::string>& files, bool allow_gz,
+              std::vector<std::string>* paths, std::vector<std::string>* missing) {
+  paths->clear();
+  missing->clear();
+  std::error_code ec;
+  for (const std::string& f : files) {
+    const std::string p =
+        allow_gz ? find_maybe_gz(dir, f) : (fs::is_regular_file(in_dir(dir, f), ec) ? in_dir(dir, f) : "");
+    if (p.empty())
+      missing->push_back(allow_gz ? f + "[.gz]" : f);
+    else
+      paths->push_back(p);
+  }
+  return missing->empty();
+}
+
+/// The error for a --data-dir that does not hold the data set.
+DataError not_in_data_dir(const std::string& name, const std::string& dir,
+                          const std::vector<std::string>& missing) {
+  std::error_code ec;
+  const std::string where = fs::is_directory(dir, ec) ? dir : dir + " (the folder does not exist)";
+  return DataError(name + " not found in --data-dir " + where + ": looked for " + join(missing, ", "));
+}
+
+std::string count_note(const DataSplit& s, const std::string& what) {
+  return s.train.name + ": " + std::to_string(s.train.size()) + " train, " + std::to_string(s.test.size()) +
+         " test " + what + " from " + s.train.source;
+}
+
+void check_same_shape(const DataSplit& s) {
+  if (!(s.train.shape == s.test.shape))
+    throw DataError(s.train.source + ": the training examples are " + s.train.shape.str() +
+                    " but the test examples are " + s.test.shape.str());
+}
+
+/// Tries `dirs` in order; true and `split` filled when one holds the whole IDX set.
+bool try_idx(const std::string& name, const std::vector<std::string>& dirs, bool dir_given,
+             DataSplit* split) {
+  const std::vector<std::string> files = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                                          "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+  std::vector<std::string> paths, missing;
+  for (const std::string& dir : dirs) {
+    if (!find_all(dir, files, true, &paths, &missing)) continue;
+    split->train = load_idx(paths[0], paths[1], name);
+    split->test = load_idx(paths[2], paths[3], name);
+    check_same_shape(*split);
+    split->note = count_note(*split, "images");
+    return true;
+  }
+  if (dir_given) {
+    find_all(dirs.front(), files, true, &paths, &missing);
+    throw not_in_data_dir(name, dirs.front(), missing);
+  }
+  return false;
+}
+
+bool try_cifar(const std::vector<std::string>& dirs, bool dir_given, DataSplit* split) {
+  std::vector<std::string> files;
+  for (int i = 1; i <= 5; ++i) files.push_back("data_batch_" + std::to_string(i) + ".bin");
+  files.push_back("test_batch.bin");
+  std::vector<std::string> paths, missing;
+  for (const std::string& dir : dirs) {
+    if (!find_all(dir, files, false, &paths, &missing)) continue;
+    split->train = load_cifar10({paths.begin(), paths.begin() + 5});
+    split->test = load_cifar10({paths[5]});
+    split->note = count_note(*split, "images");
+    return true;
+  }
+  if (dir_given) {
+    find_all(dirs.front(), files, false, &paths, &missing);
+    throw not_in_data_dir("cifar10", dirs.front(), missing);
+  }
+  return false;
+}
+
+}  // namespace
+
+DataSplit load_data(const DataOptions& options) {
+  const std::vector<std::string> known = dataset_names();
+  const std::string& name = options.dataset;
+  if (std::find(known.begin(), known.end(), name) == known.end())
+    throw std::invalid_argument("unknown dataset '" + name + "' (known: " + join(known, ", ") + ")");
+
+  constexpr int kTrain = 8000, kTest = 2000, kClasses = 10;
+  // The test set draws from another seed than the training set: the same
+  // class patterns (they do not depend on the seed), different examples.
+  const std::uint64_t test_seed = options.seed ^ 0x9E3779B97F4A7C15ULL;
+  auto synthetic = [&](Shape3 shape) {
+    DataSplit s;
+    s.train = make_synthetic(kTrain, shape, kClasses, options.seed);
+    s.test = make_synthetic(kTest, shape, kClasses, test_seed);
+    return s;
+  };
+
+  const bool dir_given = !options.data_dir.empty();
+  DataSplit split;
+  bool found = true;
+  std::vector<std::string> dirs;
+  std::string fallback_hint;
+  Shape3 fallback_shape{1, 28, 28};
+
+  if (name == "synthetic") {
+    split = synthetic(Shape3{1, 28, 28});
+    split.note = "synthetic: " + std::to_string(kTrain) + " train, " + std::to_string(kTest) +
+                 " test built-in examples of 1x28x28 in 10 classes (seed " + std::to_string(options.seed) +
+                 ")";
+  } else if (name == "fashion-mnist" || name == "mnist") {
+    dirs = dir_given ? std::vector<std::string>{options.data_dir}
+                     : std::vector<std::string>{"./data/" + name, "./data"};
+    if (!dir_given && name == "fashion-mnist") dirs.push_back("/usr/share/datasets/fashion-mnist");
+    fallback_hint = name == "fashion-mnist" ? "install dataset-fashion-mnist or pass --data-dir"
+                                            : "put the MNIST IDX files in ./data/mnist or pass --data-dir";
+    found = try_idx(name, dirs, dir_given, &split);
+  } else if (name == "cifar10") {
+    // The official archive unpacks to cifar-10-batches-bin/, so that name is tried under --data-dir too.
+    dirs = dir_given
+               ? std::vector<std::string>{options.data_dir, in_dir(options.data_dir, "cifar-10-batches-bin")}
+               : std::vector<std::string>{"./data/cifar10", "./data/cifar-10-batches-bin"};
+    fallback_hint = "put the CIFAR-10 binary files in ./data/cifar10 or pass --data-dir";
+    fallback_shape = Shape3{3, 32, 32};
+    found = try_cifar(dirs, dir_given, &split);
+  } else {  // csv
+    if (!dir_given) throw DataError("dataset csv needs --data-dir: a folder with train.csv and test.csv");
+    std::vector<std::string> paths, missing;
+    if (!find_all(options.data_dir, {"train.csv", "test.csv"}, false, &paths, &missing))
+      throw not_in_data_dir("csv", options.data_dir, missing);
+    // The test set is scaled with the training set's ranges, as a trained model would see it.
+    std::vector<float> lo, hi;
+    split.train = load_csv(paths[0], &lo, &hi);
+    split.test = load_csv(paths[1], &lo, &hi);
+    const int classes = std::max(split.train.classes, split.test.classes);
+    for (Dataset* d : {&split.train, &split.test}) {
+      d->classes = classes;
+      d->class_names = numbered_names(classes, "");
+    }
+    split.note = count_note(split, "examples of " + std::to_string(split.train.shape.c) + " features in " +
+                                       std::to_string(classes) + " classes");
+  }
+
+  if (!found) {
+    split = synthetic(fallback_shape);
+    split.synthetic_fallback = true;
+    split.note = name + " not found (looked in " + join(dirs, ", ") +
+                 "): using the built-in synthetic set instead (" + fallback_hint + ")";
+  }
+  if (options.limit > 0 && options.limit < split.train.size()) {
+    split.train.truncate(options.limit);
+    split.note += "; training on the first " + std::to_string(options.limit) + " examples (--limit)";
+  }
+  return split;
+}
+
+}  // namespace course

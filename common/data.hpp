@@ -1,0 +1,112 @@
+/// @file data.hpp
+/// @brief Data sets: IDX (MNIST, Fashion-MNIST), CIFAR-10 binary, CSV and a built-in synthetic set.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/arch.hpp"
+
+namespace course {
+
+/// A bad or missing data file. The message names the file and the problem.
+class DataError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Images and labels in memory.
+///
+/// `images` is [size(), C, H, W] (NCHW), every value normalised to [0, 1];
+/// `labels[i]` is in [0, classes).
+struct Dataset {
+  std::string name;    ///< "fashion-mnist", "mnist", "cifar10", "csv", "synthetic"
+  std::string source;  ///< where it came from: a folder or "built-in"
+  Shape3 shape;        ///< shape of one example
+  int classes = 0;
+  std::vector<std::string> class_names;  ///< one per class
+  std::vector<float> images;
+  std::vector<int> labels;
+
+  int size() const { return static_cast<int>(labels.size()); }
+  /// Pointer to example i: shape.size() floats.
+  const float* image(int i) const { return images.data() + static_cast<long>(i) * shape.size(); }
+  /// Keeps only the first n examples (n <= 0 keeps all).
+  void truncate(long n);
+};
+
+/// A training set and its test set.
+struct DataSplit {
+  Dataset train, test;
+  bool synthetic_fallback = false;  ///< true when no real data was found
+  std::string note;                 ///< one line for the user: what was loaded, or why the fallback
+};
+
+/// What to load. `data_dir` empty means: look in the usual places.
+struct DataOptions {
+  std::string dataset = "fashion-mnist";  ///< fashion-mnist, mnist, cifar10, csv, synthetic
+  std::string data_dir;                   ///< --data-dir
+  long limit = 0;                         ///< --limit N: keep the first N training examples (0 = all)
+  std::uint64_t seed = 42;                ///< for the synthetic set
+};
+
+/// The data set names load_data() accepts.
+std::vector<std::string> dataset_names();
+
+/// Loads a training and a test set.
+///
+/// fashion-mnist and mnist are searched in `data_dir` (when given), then
+/// ./data/<name>, ./data, and for fashion-mnist /usr/share/datasets/fashion-mnist
+/// (Debian package dataset-fashion-mnist). cifar10 is searched in data_dir,
+/// ./data/cifar10 and ./data/cifar-10-batches-bin; csv reads train.csv and
+/// test.csv from data_dir. When a data set other than csv is not found and no
+/// data_dir was given, the synthetic set of the same shape is used and
+/// `note` says so; a data_dir that lacks the files is an error. The synthetic
+/// set (asked for, or as the fallback) has 8000 training and 2000 test examples.
+/// `limit` then keeps the first `limit` training examples; the test set is kept whole.
+/// Throws DataError for bad files and std::invalid_argument for an unknown name.
+DataSplit load_data(const DataOptions& options);
+
+/// Reads an IDX image file and its label file (gzip or plain, by content).
+Dataset load_idx(const std::string& images_path, const std::string& labels_path, const std::string& name);
+
+/// Reads CIFAR-10 binary batches (each record: 1 label byte, 3072 pixel bytes).
+Dataset load_cifar10(const std::vector<std::string>& paths);
+
+/// Reads a CSV file: one example per line, numeric features first, an integer
+/// class label last; an optional header line of non-numeric cells is skipped.
+/// Features are scaled to [0, 1] with the per-column minimum and maximum given
+/// (pass empty vectors to compute them from this file and return them; null
+/// pointers compute them without returning them). Values outside the given
+/// range, as in a test set scaled with its training set's range, are clamped;
+/// a constant column becomes 0. classes is the largest label + 1.
+Dataset load_csv(const std::string& path, std::vector<float>* column_min, std::vector<float>* column_max);
+
+/// The built-in synthetic set: `n` examples of shape `shape` in `classes`
+/// classes, each class a distinct pattern plus noise. Deterministic in `seed`.
+Dataset make_synthetic(int n, Shape3 shape, int classes, std::uint64_t seed);
+
+/// Gathers minibatches in the order of one epoch (course::epoch_order).
+///
+/// Every stage uses it, so the same seed gives the same batches everywhere.
+class Batcher {
+ public:
+  /// Shuffled order of (seed, epoch) when `shuffle`, else 0..n-1. `data` is held
+  /// by reference and must outlive the Batcher. Throws std::invalid_argument
+  /// when batch_size < 1.
+  Batcher(const Dataset& data, int batch_size, std::uint64_t seed, int epoch, bool shuffle = true);
+  int num_batches() const;
+  /// Copies batch b into x ([B, C, H, W]) and y ([B]); returns B (the last batch may be smaller).
+  int gather(int b, float* x, int* y) const;
+  /// The example indices of this epoch, in visiting order.
+  const std::vector<int>& order() const { return order_; }
+
+ private:
+  const Dataset& data_;
+  int batch_;
+  std::vector<int> order_;
+};
+
+}  // namespace course

@@ -1,0 +1,42 @@
+/// @file activations.hpp
+/// @brief Stage 01: element-wise activations and their derivatives.
+///
+/// Every function works on n contiguous values, whatever their shape.
+///
+///     relu(x)     = max(x, 0)                  relu'     = 1 if x > 0 else 0
+///     leaky(x)    = x if x > 0 else a x        leaky'    = 1 if x > 0 else a     (a = 0.01)
+///     sigmoid(x)  = 1 / (1 + e^-x)             sigmoid'  = y (1 - y)
+///     tanh(x)                                  tanh'     = 1 - y^2
+///     softplus(x) = log(1 + e^x)               softplus' = sigmoid(x)
+///
+/// The derivatives are written with y = f(x) where that is cheaper.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/arch.hpp"
+#include "common/not_implemented.hpp"
+
+namespace course {
+
+/// Slope of leaky ReLU for negative inputs.
+constexpr double kLeakySlope = 0.01;
+
+/// y = f(x) for n values.
+template <typename T>
+void activation_forward(Activation f, const T* x, T* y, long n) {
+  // TODO(Task 1.2): activation forward for relu, leaky, sigmoid, tanh and softplus
+  // HINT: softplus overflows e^x for large x: use max(x, 0) + log1p(e^-|x|).
+  throw course::NotImplemented("Task 1.2", "01_fc_softmax/activations.hpp", "docs/lessons/01_fc_softmax.md");
+}
+
+/// dx = dy * f'(x) for n values; y = f(x) is passed in so it need not be recomputed.
+template <typename T>
+void activation_backward(Activation f, const T* x, const T* y, const T* dy, T* dx, long n) {
+  // TODO(Task 1.2): activation backward, dx = dy * f'(x)
+  // HINT: sigmoid' and tanh' are cheapest from y; relu' and leaky' from the sign of x.
+  throw course::NotImplemented("Task 1.2", "01_fc_softmax/activations.hpp", "docs/lessons/01_fc_softmax.md");
+}
+
+}  // namespace course

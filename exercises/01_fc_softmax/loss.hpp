@@ -1,0 +1,66 @@
+/// @file loss.hpp
+/// @brief Stage 01: softmax cross-entropy (the training loss) and mean squared error (the contrast).
+///
+/// Layouts: logits [B, K] (one row of K class scores per example), labels [B]
+/// with values in [0, K), probs and dlogits [B, K].
+///
+/// Softmax cross-entropy of one example with label y:
+///
+///     p_k = e^{z_k} / sum_j e^{z_j}            L = -log p_y
+///     dL/dz_k = p_k - [k == y]
+///
+/// The batch loss is the mean over the B examples, so every gradient is divided by B.
+#pragma once
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "common/not_implemented.hpp"
+
+namespace course {
+
+/// Writes the softmax of every row into probs; returns the mean cross-entropy.
+///
+/// Numerically stable: e^{z - max z} never overflows, and the loss is computed
+/// as log-sum-exp minus z_y rather than as log(p_y), which underflows to log(0).
+template <typename T>
+T softmax_cross_entropy_forward(const T* logits, const int* labels, T* probs, int B, int K) {
+  // TODO(Task 1.3): softmax (subtract the row maximum first) and the mean cross-entropy
+  // HINT: loss of row n = log(sum_k e^{z_k - m}) - (z_y - m), with m the row maximum.
+  throw course::NotImplemented("Task 1.3", "01_fc_softmax/loss.hpp", "docs/lessons/01_fc_softmax.md");
+}
+
+/// dlogits = (probs - onehot(labels)) / B
+template <typename T>
+void softmax_cross_entropy_backward(const T* probs, const int* labels, T* dlogits, int B, int K) {
+  // TODO(Task 1.3): the gradient p - y of the mean loss
+  // HINT: copy p, subtract 1 at the label, divide everything by B.
+  throw course::NotImplemented("Task 1.3", "01_fc_softmax/loss.hpp", "docs/lessons/01_fc_softmax.md");
+}
+
+/// Mean squared error against one-hot targets, the contrasting loss:
+///
+///     L = 1/(B K) sum_n sum_k (z_nk - [k == y_n])^2        dL/dz_nk = 2 (z_nk - [k == y_n]) / (B K)
+///
+/// Returns L and writes dL/dz into dlogits.
+template <typename T>
+T mse_forward_backward(const T* outputs, const int* labels, T* dlogits, int B, int K) {
+  // TODO(Task 1.3): mean squared error against one-hot targets, and its gradient
+  // HINT: the target of row n is 1 at column labels[n] and 0 elsewhere.
+  throw course::NotImplemented("Task 1.3", "01_fc_softmax/loss.hpp", "docs/lessons/01_fc_softmax.md");
+}
+
+/// The loss a trainer uses, by name: "cross-entropy" or "mse". Returns the mean
+/// loss of the batch and writes dL/dlogits; `scratch` holds [B, K] probabilities.
+template <typename T>
+T loss_forward_backward(const std::string& loss, const T* logits, const int* labels, T* scratch, T* dlogits,
+                        int B, int K) {
+  if (loss == "mse") return mse_forward_backward(logits, labels, dlogits, B, K);
+  if (loss != "cross-entropy") throw std::invalid_argument("unknown loss '" + loss + "'");
+  const T value = softmax_cross_entropy_forward(logits, labels, scratch, B, K);
+  softmax_cross_entropy_backward(scratch, labels, dlogits, B, K);
+  return value;
+}
+
+}  // namespace course

@@ -1,0 +1,26 @@
+/// @file sgd.hpp
+/// @brief Stage 01: the minibatch SGD update with momentum.
+///
+///     v <- momentum * v + g
+///     w <- w - lr * v
+///
+/// With momentum 0 this is plain SGD, w <- w - lr * g. The velocity v starts at zero.
+#pragma once
+
+#include "common/not_implemented.hpp"
+
+namespace course {
+
+/// Updates n parameters w in place from their gradients g and velocities v.
+template <typename T>
+void sgd_update(T* w, const T* g, T* v, long n, T lr, T momentum) {
+  // BEGIN Task 1.6: SGD with momentum, v = momentum * v + g, then w -= lr * v
+  // HINT: one loop over the n entries; update v before w.
+  for (long i = 0; i < n; ++i) {
+    v[i] = momentum * v[i] + g[i];
+    w[i] -= lr * v[i];
+  }
+  // END Task 1.6
+}
+
+}  // namespace course

@@ -1,0 +1,418 @@
+// Tests of common/trainer end to end, with a fake Engine defined here: the
+// trainer's job is the plumbing (data, output, JSON, model files, exit
+// codes), so canned numbers are enough to check every path.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/not_implemented.hpp"
+#include "common/progress.hpp"
+#include "common/trainer.hpp"
+
+namespace course {
+namespace {
+
+namespace fs = std::filesystem;
+
+const StageInfo kStage{"01_fc_softmax", "dense layers on the CPU", false};
+
+enum class Mode { Normal, NaNLoss, InfLoss, NotImplementedInTraining, RuntimeError };
+
+// What the fake engines saw, for the tests to check.
+struct Record {
+  int engines_built = 0;
+  EngineConfig config;
+  std::vector<int> epochs;  // epoch arguments of train_epoch, in order
+  int evaluations = 0;
+};
+
+// A stand-in for a stage's engine. Training adds 1 to its single weight and
+// reports a loss of 1 / (epoch + 1) and 80% right; evaluation predicts every
+// label right when the weight is at least 1 (a trained or loaded model) and
+// class 0 otherwise, so a test can tell a loaded model from a fresh one.
+class FakeEngine : public Engine {
+ public:
+  FakeEngine(const EngineConfig& config, Mode mode, Record* record) : config_(config), mode_(mode), record_(record) {}
+
+  std::string device() const override { return "fake device"; }
+
+  EpochStats train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) override {
+    record_->epochs.push_back(epoch);
+    if (mode_ == Mode::NotImplementedInTraining)
+      throw NotImplemented("Task 1.3", "solutions/01_fc_softmax/dense.cpp", "docs/01_fc_softmax.md");
+    if (mode_ == Mode::RuntimeError) throw std::runtime_error("the fake device caught fire");
+    const long n = train.size();
+    const double per_example = mode_ == Mode::NaNLoss   ? std::nan("")
+                               : mode_ == Mode::InfLoss ? HUGE_VAL
+                                                        : 1.0 / (epoch + 1);
+    for (long done = config_.batch; done < n + config_.batch; done += config_.batch) {
+      const long d = std::min(done, n);
+      if (on_batch) on_batch(d, per_example * static_cast<double>(d));
+    }
+    weight_ += 1.0f;
+    EpochStats s;
+    s.seen = n;
+    s.loss_sum = per_example * static_cast<double>(n);
+    s.correct = n * 8 / 10;
+    return s;
+  }
+
+  EpochStats evaluate(const Dataset& data, std::vector<int>* predictions) override {
+    ++record_->evaluations;
+    EpochStats s;
+    if (predictions) predictions->clear();
+    for (int i = 0; i < data.size(); ++i) {
+      const int label = data.labels[static_cast<std::size_t>(i)];
+      const int p = weight_ >= 1.0f ? label : 0;
+      if (predictions) predictions->push_back(p);
+      s.correct += p == label;
+      s.loss_sum += 0.5;
+      ++s.seen;
+    }
+    return s;
+  }
+
+  std::vector<NamedTensor> get_parameters() override {
+    return {{"fc1.weight", Tensor({2, 3}, weight_)}, {"fc1.bias", Tensor({2}, 0.5f)}};
+  }
+
+  void set_parameters(const std::vector<NamedTensor>& params) override { weight_ = params.at(0).tensor[0]; }
+
+  std::vector<LayerTime> layer_times() const override {
+    if (!config_.profile) return {};
+    return {{"fc1 (fc256)", 30.0, 60.0, 4}, {"fc2 (fc10)", 10.0, 0.0, 4}};
+  }
+
+ private:
+  EngineConfig config_;
+  Mode mode_;
+  Record* record_;
+  float weight_ = 0.0f;
+};
+
+EngineFactory fake_factory(Record* record, Mode mode = Mode::Normal) {
+  return [record, mode](const EngineConfig& config) -> std::unique_ptr<Engine> {
+    ++record->engines_built;
+    record->config = config;
+    return std::make_unique<FakeEngine>(config, mode, record);
+  };
+}
+
+struct RunResult {
+  int code = -1;
+  std::string out, err;
+};
+
+RunResult run(std::vector<std::string> args, const EngineFactory& factory, const StageInfo& stage = kStage) {
+  args.insert(args.begin(), "s01_train");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  RunResult r;
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  r.code = run_trainer(static_cast<int>(argv.size()), argv.data(), stage, factory);
+  r.out = testing::internal::GetCapturedStdout();
+  r.err = testing::internal::GetCapturedStderr();
+  return r;
+}
+
+// The quick run every test starts from.
+std::vector<std::string> quick(std::vector<std::string> more = {}) {
+  std::vector<std::string> args = {"--dataset", "synthetic", "--limit", "200", "--epochs", "2", "--no-progress"};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+fs::path fresh_dir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  fs::path dir = fs::temp_directory_path() /
+                 ("course_trainer_" + std::string(info->test_suite_name()) + "_" + info->name());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);  // throws (failing the test) when it does not parse
+}
+
+#define EXPECT_CONTAINS(text, part) \
+  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"
+
+TEST(Trainer, TrainsAndPrintsWhatAPersonWants) {
+  Record rec;
+  const RunResult r = run(quick(), fake_factory(&rec));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(rec.engines_built, 1);
+  EXPECT_EQ(rec.epochs, (std::vector<int>{0, 1})) << "epochs are passed 0-based, as epoch_order takes them";
+  // Header: stage, device, model spec, data, hyper-parameters.
+  EXPECT_CONTAINS(r.out, "01_fc_softmax | fake device | mlp fc256,relu,fc128,relu,fc10 (235146 parameters)");
+  EXPECT_CONTAINS(r.out, "batch 64  lr 0.01  momentum 0.9  seed 42");
+  EXPECT_CONTAINS(r.out, "data: synthetic");
+  // One line per epoch.
+  const std::regex line1(R"(epoch 1/2  loss 1\.0000  train 80\.00%  test 100\.00%  [0-9.]+ s  [0-9]+ img/s)");
+  const std::regex line2(R"(epoch 2/2  loss 0\.5000  train 80\.00%  test 100\.00%  [0-9.]+ s  [0-9]+ img/s)");
+  EXPECT_TRUE(std::regex_search(r.out, line1)) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, line2)) << r.out;
+  EXPECT_EQ(r.out.find("test eval"), std::string::npos) << "evaluation time only with --verbose";
+  // The final report.
+  EXPECT_CONTAINS(r.out, "final test accuracy 100.00% (2000 of 2000)");
+  EXPECT_CONTAINS(r.out, "macro avg");
+  EXPECT_CONTAINS(r.out, "confusion matrix");
+  EXPECT_EQ(r.err, "") << "a run on the synthetic set it asked for warns about nothing";
+}
+
+TEST(Trainer, PassesTheConfigToTheEngine) {
+  Record rec;
+  ASSERT_EQ(run(quick({"--batch", "16", "--lr", "0.2", "--momentum", "0.5", "--seed", "9", "--loss", "mse",
+                       "--arch", "conv4k3p1,relu,pool2,flatten,fc10"}),
+                fake_factory(&rec))
+                .code,
+            0);
+  EXPECT_EQ(rec.config.arch.spec(), "conv4k3p1,relu,pool2,flatten,fc10");
+  EXPECT_EQ(rec.config.input, (Shape3{1, 28, 28}));
+  EXPECT_EQ(rec.config.classes, 10);
+  EXPECT_EQ(rec.config.batch, 16);
+  EXPECT_DOUBLE_EQ(rec.config.lr, 0.2);
+  EXPECT_DOUBLE_EQ(rec.config.momentum, 0.5);
+  EXPECT_EQ(rec.config.seed, 9u);
+  EXPECT_EQ(rec.config.loss, "mse");
+  EXPECT_EQ(rec.config.threads, 1) << "a stage without --threads runs one thread";
+}
+
+TEST(Trainer, ThreadsZeroMeansEveryCore) {
+  Record rec;
+  const StageInfo threaded{"03_openmp", "data-parallel SGD", true};
+  ASSERT_EQ(run(quick({"--threads", "0"}), fake_factory(&rec), threaded).code, 0);
+  const unsigned cores = std::thread::hardware_concurrency();
+  EXPECT_EQ(rec.config.threads, cores > 0 ? static_cast<int>(cores) : 1);
+  ASSERT_EQ(run(quick({"--threads", "3"}), fake_factory(&rec), threaded).code, 0);
+  EXPECT_EQ(rec.config.threads, 3);
+}
+
+TEST(Trainer, JsonHoldsEveryFigure) {
+  const fs::path dir = fresh_dir();
+  const fs::path json_path = dir / "run.json";
+  Record rec;
+  const RunResult r = run(quick({"--json", json_path.string(), "--profile"}), fake_factory(&rec));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const nlohmann::json j = read_json(json_path);
+  EXPECT_FALSE(fs::exists(json_path.string() + ".tmp"));
+  EXPECT_EQ(j["status"], "ok");
+  EXPECT_EQ(j["stage"]["id"], "01_fc_softmax");
+  EXPECT_EQ(j["device"], "fake device");
+  EXPECT_EQ(j["options"]["epochs"], 2);
+  EXPECT_EQ(j["options"]["limit"], 200);
+  EXPECT_EQ(j["data"]["train_examples"], 200);
+  EXPECT_EQ(j["data"]["test_examples"], 2000);
+  EXPECT_EQ(j["arch"]["spec"], "fc256,relu,fc128,relu,fc10");
+  ASSERT_EQ(j["epochs"].size(), 2u);
+  for (const auto& e : j["epochs"])
+    for (const char* key : {"epoch", "loss", "train_accuracy", "test_accuracy", "seconds", "images_per_second"})
+      EXPECT_TRUE(e.contains(key)) << key;
+  EXPECT_DOUBLE_EQ(j["epochs"][1]["loss"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(j["epochs"][1]["train_accuracy"].get<double>(), 0.8);
+  EXPECT_DOUBLE_EQ(j["final"]["accuracy"].get<double>(), 1.0);
+  EXPECT_EQ(j["final"]["per_class"].size(), 10u);
+  EXPECT_EQ(j["profile"]["layers"].size(), 2u);
+  EXPECT_TRUE(j.contains("total_seconds"));
+}
+
+TEST(Trainer, ProfilePrintsPerLayerTimesPerBatch) {
+  Record rec;
+  const RunResult r = run(quick({"--profile", "--batch", "50"}), fake_factory(&rec));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(rec.config.profile);
+  // 200 examples in batches of 50: 4 batches; fc1 took 30 ms forward, 60 ms backward in all.
+  EXPECT_CONTAINS(r.out, "profile: ms per batch of 50, last epoch (4 batches)");
+  const std::regex fc1(R"(fc1 \(fc256\) +7\.500 +15\.000 +22\.500 +90\.0%)");
+  EXPECT_TRUE(std::regex_search(r.out, fc1)) << r.out;
+  const std::regex total(R"(total +10\.000 +15\.000 +25\.000 +100\.0%)");
+  EXPECT_TRUE(std::regex_search(r.out, total)) << r.out;
+}
+
+TEST(Trainer, VerboseShowsEvaluationTimeAndDataSources) {
+  Record rec;
+  const RunResult r = run(quick({"--verbose"}), fake_factory(&rec));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "(test eval ");
+  EXPECT_CONTAINS(r.out, "data: train 200 examples from ");
+}
+
+TEST(Trainer, SaveThenLoadAndEvaluate) {
+  const fs::path dir = fresh_dir();
+  const std::string model = (dir / "model.bin").string();
+  Record trained;
+  ASSERT_EQ(run(quick({"--save", model}), fake_factory(&trained)).code, 0);
+  ASSERT_TRUE(fs::exists(model));
+  EXPECT_FALSE(fs::exists(model + ".tmp"));
+
+  Record loaded;
+  const std::string json_path = (dir / "eval.json").string();
+  const RunResult r = run(quick({"--load", model, "--evaluate", "--json", json_path}), fake_factory(&loaded));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(loaded.epochs.empty()) << "--evaluate trains nothing";
+  EXPECT_EQ(loaded.evaluations, 1);
+  // A fresh fake engine predicts class 0 everywhere; the loaded weights give 100%.
+  EXPECT_CONTAINS(r.out, "final test accuracy 100.00%");
+  EXPECT_EQ(r.out.find("epoch 1/2"), std::string::npos);
+  const nlohmann::json j = read_json(json_path);
+  EXPECT_EQ(j["status"], "evaluated");
+  EXPECT_DOUBLE_EQ(j["final"]["accuracy"].get<double>(), 1.0);
+  EXPECT_CONTAINS(r.out, "loaded " + model + " (saved by stage 01_fc_softmax)");
+}
+
+TEST(Trainer, LoadWithoutEvaluateGoesOnTraining) {
+  const fs::path dir = fresh_dir();
+  const std::string model = (dir / "model.bin").string();
+  Record first, second;
+  ASSERT_EQ(run(quick({"--save", model}), fake_factory(&first)).code, 0);
+  // A later flag wins over an earlier one, so scripts can append overrides.
+  const RunResult r = run(quick({"--load", model, "--epochs", "1"}), fake_factory(&second));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(second.epochs, (std::vector<int>{0}));
+  EXPECT_CONTAINS(r.out, "epoch 1/1");
+}
+
+TEST(Trainer, LoadingAnotherArchitectureIsRefused) {
+  const fs::path dir = fresh_dir();
+  const std::string model = (dir / "model.bin").string();
+  Record rec;
+  ASSERT_EQ(run(quick({"--save", model}), fake_factory(&rec)).code, 0);
+  const RunResult r = run(quick({"--load", model, "--evaluate", "-m", "cnn"}), fake_factory(&rec));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, model + " holds architecture 'fc256,relu,fc128,relu,fc10' for input 1x28x28");
+  EXPECT_CONTAINS(r.err, "this run builds 'conv16k3p1,relu,pool2,conv32k3p1,relu,pool2,flatten,fc100,relu,fc10'");
+}
+
+TEST(Trainer, LoadingAMissingFileIsADataError) {
+  Record rec;
+  const std::string missing = (fresh_dir() / "missing.bin").string();
+  const RunResult r = run(quick({"--load", missing, "--evaluate"}), fake_factory(&rec));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, missing);
+}
+
+TEST(Trainer, NaNLossStopsWithExitCode4) {
+  Record rec;
+  const RunResult r = run(quick({"--lr", "0.5"}), fake_factory(&rec, Mode::NaNLoss));
+  EXPECT_EQ(r.code, 4);
+  EXPECT_CONTAINS(r.err, "loss is NaN at epoch 1: the run diverged; try a smaller --lr (now 0.5)");
+  EXPECT_EQ(rec.epochs.size(), 1u) << "training stops at the first diverged epoch";
+}
+
+TEST(Trainer, InfiniteLossStopsWithExitCode4) {
+  Record rec;
+  const fs::path json_path = fresh_dir() / "run.json";
+  const RunResult r = run(quick({"--json", json_path.string()}), fake_factory(&rec, Mode::InfLoss));
+  EXPECT_EQ(r.code, 4);
+  EXPECT_CONTAINS(r.err, "loss is Inf at epoch 1: the run diverged; try a smaller --lr (now 0.01)");
+  EXPECT_EQ(read_json(json_path)["status"], "diverged");
+}
+
+TEST(Trainer, NotImplementedStopsWithTheTask) {
+  Record rec;
+  const RunResult r = run(quick(), fake_factory(&rec, Mode::NotImplementedInTraining));
+  EXPECT_EQ(r.code, 3);
+  const NotImplemented expected("Task 1.3", "solutions/01_fc_softmax/dense.cpp", "docs/01_fc_softmax.md");
+  EXPECT_EQ(r.err, std::string(expected.what()) + "\n") << "only the task's message, nothing else";
+  EXPECT_CONTAINS(r.err, "Task 1.3");
+}
+
+TEST(Trainer, NotImplementedInTheFactory) {
+  const RunResult r = run(quick(), [](const EngineConfig&) -> std::unique_ptr<Engine> {
+    throw NotImplemented("Task 1.1", "solutions/01_fc_softmax/init.cpp", "docs/01_fc_softmax.md");
+  });
+  EXPECT_EQ(r.code, 3);
+  EXPECT_CONTAINS(r.err, "Task 1.1 is not implemented yet");
+}
+
+TEST(Trainer, ModelTheStageCannotRunIsAUsageError) {
+  const RunResult r = run(quick({"-m", "cnn"}), [](const EngineConfig&) -> std::unique_ptr<Engine> {
+    throw std::invalid_argument("stage 01 has no conv layers");
+  });
+  EXPECT_EQ(r.code, 2);
+  EXPECT_CONTAINS(r.err, "stage 01_fc_softmax cannot run");
+  EXPECT_CONTAINS(r.err, "stage 01 has no conv layers");
+}
+
+TEST(Trainer, ArchitectureThatDoesNotFitTheDataIsAUsageError) {
+  Record rec;
+  RunResult r = run(quick({"--arch", "fc32,relu,fc5"}), fake_factory(&rec));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_CONTAINS(r.err, "must end with fc10");
+  r = run(quick({"--arch", "conv4k40,fc10"}), fake_factory(&rec));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_CONTAINS(r.err, "larger than the padded input");
+  r = run(quick({"--layers", "100,10"}), fake_factory(&rec));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_CONTAINS(r.err, "784");
+  r = run(quick({"--arch", "fc10,bogus"}), fake_factory(&rec));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_CONTAINS(r.err, "bogus");
+  EXPECT_EQ(rec.engines_built, 0);
+}
+
+TEST(Trainer, AnyOtherExceptionIsCaught) {
+  Record rec;
+  const RunResult r = run(quick(), fake_factory(&rec, Mode::RuntimeError));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_CONTAINS(r.err, "error: the fake device caught fire");
+}
+
+TEST(TrainerArch, NamedLayersAndCustom) {
+  TrainerOptions o;
+  const Shape3 mnist{1, 28, 28};
+  EXPECT_EQ(resolve_arch_spec(o, mnist, 10), "fc256,relu,fc128,relu,fc10");
+  o.activation = "tanh";
+  EXPECT_EQ(resolve_arch_spec(o, mnist, 10), "fc256,tanh,fc128,tanh,fc10");
+  EXPECT_EQ(resolve_arch_spec(o, Shape3{4, 1, 1}, 3), "fc256,tanh,fc128,tanh,fc3");
+  o.layers = "784,64,10";
+  EXPECT_EQ(resolve_arch_spec(o, mnist, 10), "fc64,tanh,fc10");
+  o.arch = "CONV8k3p1, relu, pool2, fc10";
+  EXPECT_EQ(resolve_arch_spec(o, mnist, 10), "conv8k3p1,relu,pool2,fc10");
+}
+
+TEST(TrainerArch, CountsParameters) {
+  const Shape3 mnist{1, 28, 28};
+  EXPECT_EQ(count_parameters(parse_arch(named_model_spec("mlp")), mnist, 10), 784 * 256 + 256 + 256 * 128 + 128 +
+                                                                                  128 * 10 + 10);
+  // conv 16: 16*1*9+16; conv 32: 32*16*9+32; fc100 on 32x7x7; fc10.
+  EXPECT_EQ(count_parameters(parse_arch(named_model_spec("cnn")), mnist, 10),
+            160 + 4640 + (32 * 7 * 7 * 100 + 100) + 1010);
+}
+
+TEST(ProgressBar, RendersPercentCountRateAndEta) {
+  const std::string line = ProgressBar::render("epoch 1/2", 50, 100, 1.0, "loss 0.5000", 100);
+  EXPECT_CONTAINS(line, "epoch 1/2 [");
+  EXPECT_CONTAINS(line, " 50%");
+  EXPECT_CONTAINS(line, "50/100");
+  EXPECT_CONTAINS(line, "50/s");
+  EXPECT_CONTAINS(line, "ETA 0:01");
+  EXPECT_CONTAINS(line, "loss 0.5000");
+  EXPECT_LE(ProgressBar::render("epoch 1/2", 50, 100, 1.0, "loss 0.5000", 40).size(), 39u);
+  EXPECT_CONTAINS(ProgressBar::render("e", 100, 100, 2.0, "", 80), "100%");
+}
+
+TEST(ProgressBar, SilentWhenDisabled) {
+  testing::internal::CaptureStderr();
+  {
+    ProgressBar bar("epoch 1/1", 10, false);
+    EXPECT_FALSE(bar.active());
+    bar.update(5, "x");
+    bar.finish();
+  }
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}
+
+}  // namespace
+}  // namespace course

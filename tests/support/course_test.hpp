@@ -1,0 +1,66 @@
+// Helpers shared by the stage tests: random tensors, inputs kept away from
+// kinks, and a GoogleTest check that prints the gradient checker's verdict.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/gradcheck.hpp"
+#include "common/rng.hpp"
+
+namespace course::testkit {
+
+/// n values uniform in [lo, hi).
+inline std::vector<double> random_vector(std::size_t n, std::uint64_t seed, double lo = -1.0, double hi = 1.0) {
+  Rng rng(seed, 5);
+  std::vector<double> v(n);
+  for (auto& x : v) x = rng.uniform(lo, hi);
+  return v;
+}
+
+/// n values uniform in [-1, 1) with |x| >= gap: away from the kink of ReLU at 0,
+/// so a step of eps never crosses it.
+inline std::vector<double> random_away_from_zero(std::size_t n, std::uint64_t seed, double gap = 0.05) {
+  std::vector<double> v = random_vector(n, seed);
+  for (auto& x : v)
+    if (std::fabs(x) < gap) x = x < 0 ? x - gap : x + gap;
+  return v;
+}
+
+/// n labels in [0, K).
+inline std::vector<int> random_labels(int n, int K, std::uint64_t seed) {
+  Rng rng(seed, 6);
+  std::vector<int> v(static_cast<std::size_t>(n));
+  for (auto& y : v) y = static_cast<int>(rng.below(static_cast<std::uint64_t>(K)));
+  return v;
+}
+
+/// sum_i y[i] * r[i]: a scalar loss whose gradient with respect to y is r, so
+/// backward can be fed dy = r and every output entry matters.
+inline double weighted_sum(const std::vector<double>& y, const std::vector<double>& r) {
+  double s = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) s += y[i] * r[i];
+  return s;
+}
+
+}  // namespace course::testkit
+
+/// Passes when the gradient check passes; on failure prints the tensor, the
+/// worst relative error and where it is.
+#define EXPECT_GRADIENT_OK(result)                                        \
+  do {                                                                   \
+    const ::course::GradCheckResult& r_ = (result);                      \
+    EXPECT_TRUE(r_.passed) << "gradient check failed: " << r_.message(); \
+  } while (0)
+
+/// Passes when the gradient check rejects a planted mistake.
+#define EXPECT_GRADIENT_REJECTED(result)                                               \
+  do {                                                                                \
+    const ::course::GradCheckResult& r_ = (result);                                   \
+    EXPECT_FALSE(r_.passed) << "the checker accepted a wrong gradient: " << r_.message(); \
+  } while (0)
