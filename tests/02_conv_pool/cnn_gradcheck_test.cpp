@@ -1,0 +1,46 @@
+// A whole small CNN, end to end: conv (padded, and strided), ReLU, max-pool,
+// flatten, dense, softmax cross-entropy. Every parameter and the input are
+// checked through stage 01's Network with stage 02's layers.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "01_fc_softmax/loss.hpp"
+#include "02_conv_pool/cnn.hpp"
+#include "course_test.hpp"
+
+using namespace course;
+
+TEST(Stage02_CnnGradient, EveryParameterAndTheInput) {
+  const int B = 3, K = 5;
+  const Shape3 input{2, 9, 8};  // non-square, two channels
+  // conv 2->4 3x3 pad 1 -> relu -> pool 2 -> conv 4->3 3x3 stride 2 -> tanh -> pool 3 s1 p1 (overlapping) -> fc5
+  Network<double> net(parse_arch("conv4k3p1,relu,pool2,conv3k3s2p1,tanh,pool3s1p1,flatten,fc5"), input, K,
+                      make_cnn_layer<double>);
+  net.init(23);
+  // He init leaves biases at zero; random biases exercise db (and move ReLU inputs off zero).
+  for (auto* p : net.params())
+    if (p->name.find("bias") != std::string::npos) p->value.data = testkit::random_vector(p->value.size(), 4, -0.5, 0.5);
+  auto x = testkit::random_vector(std::size_t(B) * input.size(), 24);
+  const auto labels = testkit::random_labels(B, K, 25);
+
+  auto loss = [&] {
+    const double* z = net.forward(x.data(), B);
+    std::vector<double> probs(B * K);
+    return softmax_cross_entropy_forward(z, labels.data(), probs.data(), B, K);
+  };
+  std::vector<double> probs(B * K), dz(B * K), dx(x.size());
+  const double* z = net.forward(x.data(), B);
+  softmax_cross_entropy_forward(z, labels.data(), probs.data(), B, K);
+  softmax_cross_entropy_backward(probs.data(), labels.data(), dz.data(), B, K);
+  net.backward(dz.data(), B, dx.data());
+
+  GradCheckOptions opt;
+  opt.tolerance = 1e-5;  // smooth at these inputs; rounding through five layers reaches a few 1e-7 on small entries
+  for (auto* p : net.params()) {
+    const std::vector<double> analytic = p->grad.data;
+    EXPECT_GRADIENT_OK(check_gradient("d" + p->name, p->value.ptr(), p->value.shape, analytic.data(), loss, opt));
+  }
+  EXPECT_GRADIENT_OK(check_gradient("dinput", x.data(), {B, input.c, input.h, input.w}, dx.data(), loss, opt));
+}

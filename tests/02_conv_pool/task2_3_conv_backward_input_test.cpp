@@ -1,0 +1,65 @@
+// Task 2.3: the input gradient of conv2d (a full convolution of the output
+// gradient with the flipped kernel), checked by central differences of the
+// plain reference forward (reference.hpp), so these tests need Task 2.3 alone.
+#include <gtest/gtest.h>
+
+#include "02_conv_pool/conv.hpp"
+#include "conv_cases.hpp"
+#include "course_test.hpp"
+#include "reference.hpp"
+
+using namespace course;
+using reference::ConvCase;
+
+namespace {
+void check_input_gradient(const ConvCase& c) {
+  const ConvGeometry& g = c.g;
+  auto x = testkit::random_vector(c.B * g.in_size(), 31);
+  const auto W = testkit::random_vector(g.weight_size(), 32), b = testkit::random_vector(g.C_out, 33),
+             r = testkit::random_vector(c.B * g.out_size(), 34);
+  std::vector<double> dx(x.size(), 777.0);  // stale values must be overwritten
+  conv2d_backward_input(r.data(), W.data(), dx.data(), c.B, g);
+  auto loss = [&] { return testkit::weighted_sum(reference::conv_forward(x, W, b, c.B, g), r); };
+  GradCheckOptions opt;
+  opt.tolerance = 1e-6;  // linear in x: only rounding separates the two
+  opt.max_samples = 128;  // the input is the tensor where padding and stride mistakes show: look harder
+  EXPECT_GRADIENT_OK(check_gradient("dx of conv (" + reference::describe(c) + ")", x.data(),
+                                    {c.B, g.C_in, g.H, g.W}, dx.data(), loss, opt));
+}
+}  // namespace
+
+TEST(Task2_3_ConvBackwardInput, K3Pad1NonSquareBatch) { check_input_gradient(reference::kK3Pad1NonSquare); }
+TEST(Task2_3_ConvBackwardInput, K3Pad0) { check_input_gradient(reference::kK3Pad0); }
+TEST(Task2_3_ConvBackwardInput, K5Pad2) { check_input_gradient(reference::kK5Pad2); }
+TEST(Task2_3_ConvBackwardInput, K3Pad2) { check_input_gradient(reference::kK3Pad2); }
+TEST(Task2_3_ConvBackwardInput, K1) { check_input_gradient(reference::kK1); }
+TEST(Task2_3_ConvBackwardInput, K1Stride2) { check_input_gradient(reference::kK1Stride2); }
+TEST(Task2_3_ConvBackwardInput, K3Pad1Stride2) { check_input_gradient(reference::kK3Pad1Stride2); }
+TEST(Task2_3_ConvBackwardInput, K5Pad1Stride2) { check_input_gradient(reference::kK5Pad1Stride2); }
+TEST(Task2_3_ConvBackwardInput, K5Pad2Stride2) { check_input_gradient(reference::kK5Pad2Stride2); }
+TEST(Task2_3_ConvBackwardInput, K3Pad0Stride3) { check_input_gradient(reference::kK3Pad0Stride3); }
+
+// Where one output's gradient lands, worked by hand. With dy = 1 at output
+// (oh, ow) and 0 elsewhere, dx is the kernel itself laid over that output's
+// window (rows oh*S - P ..., columns ow*S - P ...), cut off where the window
+// covers padding. Summing over outputs, each dx cell meets the kernel from the
+// other side, which is why the formula has the kernel flipped.
+TEST(Task2_3_ConvBackwardInput, OneOutputGradientLandsOnItsWindow) {
+  const double W[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};  // 3x3, one channel
+  {  // pad 1, output (0, 0): its window starts at (-1, -1), so only W[1..2][1..2] lands, at dx[0..1][0..1]
+    const ConvGeometry g{1, 4, 4, 1, 3, 1, 1};
+    std::vector<double> dy(16, 0.0), dx(16, -1.0);
+    dy[0] = 1;
+    conv2d_backward_input(dy.data(), W, dx.data(), 1, g);
+    const std::vector<double> want = {5, 6, 0, 0, 8, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < 16; ++i) EXPECT_DOUBLE_EQ(dx[i], want[i]) << "pad 1, dy at (0, 0): dx[" << i / 4 << "][" << i % 4 << "]";
+  }
+  {  // pad 0, output (1, 1) of a 4x4 image: the whole kernel lands at dx[1..3][1..3]
+    const ConvGeometry g{1, 4, 4, 1, 3, 0, 1};
+    std::vector<double> dy(4, 0.0), dx(16, -1.0);
+    dy[3] = 1;
+    conv2d_backward_input(dy.data(), W, dx.data(), 1, g);
+    const std::vector<double> want = {0, 0, 0, 0, 0, 1, 2, 3, 0, 4, 5, 6, 0, 7, 8, 9};
+    for (int i = 0; i < 16; ++i) EXPECT_DOUBLE_EQ(dx[i], want[i]) << "pad 0, dy at (1, 1): dx[" << i / 4 << "][" << i % 4 << "]";
+  }
+}

@@ -1,0 +1,170 @@
+// Task 2.7: the layer factory that lets stage 01's Network, training loop and
+// engine run CNNs. The first tests need only the factory; the training tests
+// need every task of the stage (a failure there may name an earlier task).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "01_fc_softmax/cpu_engine.hpp"
+#include "01_fc_softmax/train.hpp"
+#include "02_conv_pool/cnn.hpp"
+#include "course_test.hpp"
+
+using namespace course;
+
+namespace {
+struct LayerWant {
+  std::string name, token;
+  Shape3 out;
+};
+struct ParamWant {
+  std::string name;
+  std::vector<int> shape;
+};
+
+void expect_network(const std::string& spec, Shape3 input, const std::vector<LayerWant>& layers,
+                    const std::vector<ParamWant>& params) {
+  Network<float> net(parse_arch(spec), input, 10, make_cnn_layer<float>);
+  ASSERT_EQ(net.layers().size(), layers.size()) << spec;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    EXPECT_EQ(net.layers()[i]->name(), layers[i].name) << spec << ", layer " << i;
+    EXPECT_EQ(net.layers()[i]->token(), layers[i].token) << spec << ", layer " << i;
+    EXPECT_EQ(net.layers()[i]->out_shape().str(), layers[i].out.str()) << spec << ", layer " << i;
+  }
+  const auto ps = net.params();
+  ASSERT_EQ(ps.size(), params.size()) << spec;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    EXPECT_EQ(ps[i]->name, params[i].name) << spec << ", parameter " << i;
+    EXPECT_EQ(ps[i]->value.shape, params[i].shape) << spec << ", " << params[i].name;
+  }
+}
+
+EngineConfig config(const std::string& spec, Shape3 input, int batch, double lr) {
+  EngineConfig cfg;
+  cfg.arch = parse_arch(spec);
+  cfg.input = input;
+  cfg.classes = 10;
+  cfg.batch = batch;
+  cfg.lr = lr;
+  cfg.momentum = 0.9;
+  cfg.seed = 11;
+  return cfg;
+}
+}  // namespace
+
+// The course's `cnn` on Fashion-MNIST-shaped input: names, shapes, parameters.
+TEST(Task2_7_CnnNetwork, BuildsTheCnnModel) {
+  expect_network(named_model_spec("cnn"), {1, 28, 28},
+                 {{"conv1", "conv16k3p1", {16, 28, 28}},
+                  {"relu1", "relu", {16, 28, 28}},
+                  {"pool1", "pool2", {16, 14, 14}},
+                  {"conv2", "conv32k3p1", {32, 14, 14}},
+                  {"relu2", "relu", {32, 14, 14}},
+                  {"pool2", "pool2", {32, 7, 7}},
+                  {"flatten1", "flatten", {1568, 1, 1}},
+                  {"fc1", "fc100", {100, 1, 1}},
+                  {"relu3", "relu", {100, 1, 1}},
+                  {"fc2", "fc10", {10, 1, 1}}},
+                 {{"conv1.weight", {16, 1, 3, 3}},
+                  {"conv1.bias", {16}},
+                  {"conv2.weight", {32, 16, 3, 3}},
+                  {"conv2.bias", {32}},
+                  {"fc1.weight", {100, 1568}},
+                  {"fc1.bias", {100}},
+                  {"fc2.weight", {10, 100}},
+                  {"fc2.bias", {10}}});
+}
+
+// The same spec on CIFAR-shaped 3x32x32 input, and a spec with strides and padded pools.
+TEST(Task2_7_CnnNetwork, BuildsOtherInputsAndStrides) {
+  expect_network(named_model_spec("cnn"), {3, 32, 32},
+                 {{"conv1", "conv16k3p1", {16, 32, 32}},
+                  {"relu1", "relu", {16, 32, 32}},
+                  {"pool1", "pool2", {16, 16, 16}},
+                  {"conv2", "conv32k3p1", {32, 16, 16}},
+                  {"relu2", "relu", {32, 16, 16}},
+                  {"pool2", "pool2", {32, 8, 8}},
+                  {"flatten1", "flatten", {2048, 1, 1}},
+                  {"fc1", "fc100", {100, 1, 1}},
+                  {"relu3", "relu", {100, 1, 1}},
+                  {"fc2", "fc10", {10, 1, 1}}},
+                 {{"conv1.weight", {16, 3, 3, 3}},
+                  {"conv1.bias", {16}},
+                  {"conv2.weight", {32, 16, 3, 3}},
+                  {"conv2.bias", {32}},
+                  {"fc1.weight", {100, 2048}},
+                  {"fc1.bias", {100}},
+                  {"fc2.weight", {10, 100}},
+                  {"fc2.bias", {10}}});
+  expect_network("conv6k5p2s2,tanh,pool3s2p1,conv4k1,flatten,fc10", {2, 11, 9},
+                 {{"conv1", "conv6k5p2s2", {6, 6, 5}},
+                  {"tanh1", "tanh", {6, 6, 5}},
+                  {"pool1", "pool3s2p1", {6, 3, 3}},
+                  {"conv2", "conv4k1", {4, 3, 3}},
+                  {"flatten1", "flatten", {36, 1, 1}},
+                  {"fc1", "fc10", {10, 1, 1}}},
+                 {{"conv1.weight", {6, 2, 5, 5}},
+                  {"conv1.bias", {6}},
+                  {"conv2.weight", {4, 6, 1, 1}},
+                  {"conv2.bias", {4}},
+                  {"fc1.weight", {10, 36}},
+                  {"fc1.bias", {10}}});
+}
+
+// He initialisation of a conv layer uses fan_in = C_in * K * K, and the weights
+// are drawn in model order from Rng(seed): conv1.weight first.
+TEST(Task2_7_CnnNetwork, HeInitUsesConvFanIn) {
+  Network<float> net(parse_arch(named_model_spec("cnn")), {1, 28, 28}, 10, make_cnn_layer<float>);
+  EXPECT_EQ(net.layers()[0]->fan_in(), 1 * 3 * 3);
+  EXPECT_EQ(net.layers()[3]->fan_in(), 16 * 3 * 3);
+  net.init(42);
+  std::vector<float> want(16 * 9);
+  Rng rng(42);
+  rng.fill_normal(want.data(), want.size(), std::sqrt(2.0 / 9));
+  EXPECT_EQ(net.params()[0]->value.data, want) << "conv1.weight must be the first 144 draws of Rng(42), sd sqrt(2/9)";
+}
+
+// Stage 02 on the MLP is stage 01: the same seed gives bit-identical losses and
+// parameters after some training steps.
+TEST(Task2_7_CnnNetwork, MlpMatchesStage01BitForBit) {
+  const Dataset train = make_synthetic(320, {1, 28, 28}, 10, 3);
+  const EngineConfig cfg = config(named_model_spec("mlp"), train.shape, 32, 0.05);
+  Network<float> stage01(cfg.arch, cfg.input, cfg.classes);
+  Network<float> stage02(cfg.arch, cfg.input, cfg.classes, make_cnn_layer<float>);
+  stage01.init(cfg.seed);
+  stage02.init(cfg.seed);
+  std::vector<double> losses01, losses02;
+  train_epoch(stage01, train, cfg, 0, [&](long, double loss) { losses01.push_back(loss); });
+  train_epoch(stage02, train, cfg, 0, [&](long, double loss) { losses02.push_back(loss); });
+  ASSERT_EQ(losses01.size(), 10u);
+  EXPECT_EQ(losses01, losses02) << "the running losses differ";
+  const auto p01 = stage01.params(), p02 = stage02.params();
+  ASSERT_EQ(p01.size(), p02.size());
+  for (std::size_t i = 0; i < p01.size(); ++i) {
+    EXPECT_EQ(p01[i]->name, p02[i]->name);
+    EXPECT_EQ(p01[i]->value.data, p02[i]->value.data) << p01[i]->name << " differs after 10 steps";
+  }
+}
+
+// Stage 01's training loop trains a CNN: on the synthetic set the loss falls
+// and the test accuracy rises well above chance (10%).
+TEST(Task2_7_CnnTraining, LossFallsAndAccuracyRises) {
+  const Dataset train = make_synthetic(1024, {1, 28, 28}, 10, 1);
+  const Dataset test = make_synthetic(512, {1, 28, 28}, 10, 2);
+  const EngineConfig cfg = config("conv8k3p1,relu,pool2,conv16k3p1,relu,pool2,flatten,fc10", train.shape, 32, 0.02);
+  CpuEngine engine(cfg, make_cnn_layer<float>);
+  const EpochStats before = engine.evaluate(test, nullptr);
+  double first_loss = 0, last_loss = 0;
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    const EpochStats s = engine.train_epoch(train, epoch, {});
+    ASSERT_EQ(s.seen, train.size());
+    (epoch == 0 ? first_loss : last_loss) = s.loss_sum / s.seen;
+  }
+  const EpochStats after = engine.evaluate(test, nullptr);
+  const double acc_before = double(before.correct) / before.seen, acc_after = double(after.correct) / after.seen;
+  EXPECT_LT(last_loss, 0.5 * first_loss) << "training loss did not fall";
+  EXPECT_GT(acc_after, acc_before + 0.3) << "test accuracy did not rise";
+  EXPECT_GT(acc_after, 0.8);
+}
