@@ -1,0 +1,181 @@
+// Stage 04 benchmarks: every matmul kernel, the dense layer and one MLP training step on the GPU.
+//
+//   build/bin/s04_bench                                   all of them
+//   build/bin/s04_bench --benchmark_filter=BM_Matmul/6/   one kernel at every size
+//
+// Every figure is GPU time between two CUDA events around the work (manual
+// time), after one untimed warm-up call. The names match stage 01's
+// benchmarks (BM_DenseForward/B/IN/OUT, BM_DenseBackward/..., BM_TrainStep_MLP),
+// so Google Benchmark's compare.py sets the two stages side by side.
+//
+//   BM_Matmul/<kernel>/<n>           C[n, n] = A[n, n] B[n, n]; GFLOP/s counts 2 n^3
+//   BM_DenseForward/<B>/<IN>/<OUT>   Y = X W^T + b on kernel kBestGemm; FLOP/s counts 2 B IN OUT
+//   BM_DenseBackward/<B>/<IN>/<OUT>  dW, db, dX; FLOP/s counts 4 B IN OUT
+//   BM_TrainStep_MLP                 one SGD step of the mlp at batch 64 (gather to update)
+//
+// A training step is 21 small kernels; timed alone, the GPU also waits for
+// the host to launch them. An epoch overlaps the launches of one step with the
+// work of the step before, so epoch time / steps (the trainer) can be lower.
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "04_cuda_matmul/gemm.hpp"
+#include "04_cuda_matmul/gpu_mlp_engine.hpp"
+#include "04_cuda_matmul/mlp_kernels.hpp"
+#include "common/cuda_check.hpp"
+#include "common/data.hpp"
+#include "common/rng.hpp"
+
+namespace {
+
+using course::DeviceBuffer;
+
+DeviceBuffer<float> random_device(std::size_t n, std::uint64_t seed) {
+  course::Rng rng(seed, 13);
+  std::vector<float> v(n);
+  for (auto& x : v) x = static_cast<float>(rng.uniform(-1.0, 1.0));
+  DeviceBuffer<float> d;
+  d.upload(v);
+  return d;
+}
+
+// Times `work` with CUDA events, one call per iteration, after a warm-up call.
+// Without a GPU, or when the work throws, the benchmark reports the error.
+template <typename Setup>
+void time_on_gpu(benchmark::State& state, Setup&& setup) {
+  std::string why;
+  if (!course::gpu_available(&why)) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  try {
+    auto work = setup();  // allocations and uploads stay out of the timing
+    work();
+    CUDA_CHECK(cudaDeviceSynchronize());
+    cudaEvent_t start = nullptr, stop = nullptr;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    for (auto _ : state) {
+      CUDA_CHECK(cudaEventRecord(start));
+      work();
+      CUDA_CHECK(cudaEventRecord(stop));
+      CUDA_CHECK(cudaEventSynchronize(stop));
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      state.SetIterationTime(ms / 1e3);
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+void BM_Matmul(benchmark::State& state) {
+  const int kernel = static_cast<int>(state.range(0)), n = static_cast<int>(state.range(1));
+  const std::size_t size = static_cast<std::size_t>(n) * n;
+  DeviceBuffer<float> A, B, C;
+  time_on_gpu(state, [&] {
+    A = random_device(size, 1);
+    B = random_device(size, 2);
+    C.resize(size);
+    return [&] { course::gemm(kernel, false, false, n, n, n, 1.f, A.get(), B.get(), 0.f, C.get()); };
+  });
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * n * n * static_cast<double>(n) * 1e-9 * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
+  state.SetLabel(course::gemm_kernel_name(kernel));
+}
+
+void matmul_sizes(benchmark::internal::Benchmark* b) {
+  b->Args({0, 32})->Args({1, 32});  // kernel 1 can do no more than 32 x 32 = 1024 outputs
+  for (int kernel = 0; kernel < course::kNumGemmKernels; ++kernel) {
+    if (kernel == course::kGemmSingleBlock) continue;
+    for (int n = 128; n <= 4096; n *= 2) b->Args({kernel, n});
+  }
+}
+
+void set_dense_counters(benchmark::State& state, int B, double flops_per_pass) {
+  state.SetItemsProcessed(state.iterations() * B);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(flops_per_pass * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+void BM_DenseForward(benchmark::State& state) {
+  const int B = static_cast<int>(state.range(0)), IN = static_cast<int>(state.range(1)),
+            OUT = static_cast<int>(state.range(2));
+  DeviceBuffer<float> x, W, b, y;
+  time_on_gpu(state, [&] {
+    x = random_device(static_cast<std::size_t>(B) * IN, 1);
+    W = random_device(static_cast<std::size_t>(OUT) * IN, 2);
+    b = random_device(static_cast<std::size_t>(OUT), 3);
+    y.resize(static_cast<std::size_t>(B) * OUT);
+    return [&] { course::dense_forward_gpu(course::kBestGemm, x.get(), W.get(), b.get(), y.get(), B, IN, OUT); };
+  });
+  set_dense_counters(state, B, 2.0 * B * IN * OUT);
+}
+
+void BM_DenseBackward(benchmark::State& state) {
+  const int B = static_cast<int>(state.range(0)), IN = static_cast<int>(state.range(1)),
+            OUT = static_cast<int>(state.range(2));
+  DeviceBuffer<float> x, W, dy, dW, db, dx;
+  time_on_gpu(state, [&] {
+    x = random_device(static_cast<std::size_t>(B) * IN, 1);
+    W = random_device(static_cast<std::size_t>(OUT) * IN, 2);
+    dy = random_device(static_cast<std::size_t>(B) * OUT, 4);
+    dW.resize(W.size());
+    db.resize(static_cast<std::size_t>(OUT));
+    dx.resize(x.size());
+    return [&] {
+      course::dense_backward_gpu(course::kBestGemm, x.get(), W.get(), dy.get(), dW.get(), db.get(), dx.get(), B, IN,
+                                 OUT);
+    };
+  });
+  set_dense_counters(state, B, 4.0 * B * IN * OUT);
+}
+
+// Stage 01's sizes: the layers of the MLP (784-256-128-10) and of the CNN's classifier (1568-100-10).
+void dense_sizes(benchmark::internal::Benchmark* b) {
+  for (const auto& s :
+       {std::vector<int64_t>{64, 784, 256}, {64, 256, 128}, {64, 128, 10}, {64, 1568, 100}, {256, 784, 256}})
+    b->Args(s);
+}
+
+// One training step of the mlp at batch B: gather, forward, loss, backward, SGD.
+void train_step(benchmark::State& state, int B) {
+  const course::Dataset data = course::make_synthetic(16 * B, {1, 28, 28}, 10, 1);
+  std::unique_ptr<course::GpuMlpEngine> engine;
+  int b = 0;
+  time_on_gpu(state, [&] {
+    course::EngineConfig cfg;
+    cfg.arch = course::parse_arch(course::named_model_spec("mlp"));
+    cfg.input = data.shape;
+    cfg.classes = data.classes;
+    cfg.batch = B;
+    cfg.seed = 42;
+    engine = std::make_unique<course::GpuMlpEngine>(cfg);
+    engine->begin_epoch(data, 0);
+    return [&] {
+      engine->train_batch(b);
+      b = (b + 1) % engine->num_batches();
+    };
+  });
+  state.SetItemsProcessed(state.iterations() * B);
+  state.SetLabel("mlp batch " + std::to_string(B) + " on 1x28x28, gemm kernel " + std::to_string(course::kBestGemm));
+}
+
+void BM_TrainStep_MLP(benchmark::State& state) { train_step(state, 64); }
+void BM_TrainStep_MLP_Batch256(benchmark::State& state) { train_step(state, 256); }
+
+}  // namespace
+
+BENCHMARK(BM_Matmul)->Apply(matmul_sizes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DenseForward)->Apply(dense_sizes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DenseBackward)->Apply(dense_sizes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TrainStep_MLP)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TrainStep_MLP_Batch256)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+BENCHMARK_MAIN();

@@ -1,0 +1,35 @@
+/// @file matmul_3_coalesced.cu
+/// @brief Stage 04, kernel 3 (Task 4.3): kernel 2 with coalesced global-memory access.
+///
+/// The same grid and the same arithmetic as kernel 2; only the mapping turns
+/// around: threadIdx.x now walks the COLUMN n, the dimension that is
+/// contiguous in C and in B (row-major). At step k the 32 threads of a warp
+///
+/// - read op(B)[k][n .. n+31]: 32 neighbouring floats, one 128-byte transaction
+///   (the hardware merges, "coalesces", the warp's accesses);
+/// - read op(A)[m][k]: the same address for all 32, fetched once and broadcast;
+/// - finally write C[m][n .. n+31]: again one contiguous run.
+///
+/// Kernel 2 made 32 transactions of each kind where this makes one.
+/// (With trans_b, B is stored [N, K] and op(B)[k][n] is K floats from
+/// op(B)[k][n+1]: that product stays uncoalesced here; the tiled kernels fix
+/// it by choosing, per operand, which threads load which element.)
+#include "04_cuda_matmul/matmul_kernels.hpp"
+#include "common/cuda_check.hpp"
+#include "common/not_implemented.hpp"
+
+namespace course {
+
+/// Thread (x, y) of block (bx, by) computes C[by * 8 + y][bx * 32 + x], when that is inside C.
+__global__ void matmul_coalesced_kernel(GemmProblem p) {
+  // TODO(Task 4.3): as kernel 2, but the column n comes from threadIdx.x (contiguous in C and B) and the row m from threadIdx.y
+  // HINT: n = blockIdx.x * blockDim.x + threadIdx.x; m = blockIdx.y * blockDim.y + threadIdx.y.
+}
+
+void matmul_coalesced(const GemmProblem& p, cudaStream_t stream) {
+  // TODO(Task 4.3): launch blocks of 32 x 8 threads with x along the columns of C
+  // HINT: (p.N + 31) / 32 blocks along x, (p.M + 7) / 8 along y.
+  throw course::NotImplemented("Task 4.3", "04_cuda_matmul/matmul_3_coalesced.cu", "docs/lessons/04_cuda_matmul.md");
+}
+
+}  // namespace course

@@ -1,0 +1,59 @@
+/// @file matmul_6_register_tiled.cu
+/// @brief Stage 04, kernel 6 (Task 4.5): shared-memory tiles plus register tiles: 16 outputs per thread.
+///
+/// Kernel 5 reads two floats from shared memory for every multiply-add: the
+/// multiprocessor can do 128 FMAs per clock but move only 32 floats (128 bytes)
+/// per clock out of shared memory, so the arithmetic waits on the loads.
+/// The cure is reuse in registers. Here a block of 16 x 16 = 256 threads
+/// computes a 64 x 64 tile of C, and each thread a 4 x 4 block of it:
+///
+///     for each k of the tile:   a[0..3] = op(A)[4 rows of this thread][k]       one 16-byte load
+///                               b[0..3] = op(B)[k][4 columns of this thread]    one 16-byte load
+///                               acc[i][j] += a[i] * b[j]                        16 FMAs
+///
+/// 16 FMAs for 2 loads instead of 1 FMA for 2. The 16 sums live in registers
+/// (acc[4][4], indexed only with constants after unrolling, or the compiler
+/// would move it to slow local memory).
+///
+/// The A tile is stored k-major, As[k][m], so that a thread's 4 rows at one k are
+/// 4 neighbouring floats: one float4 read. Both tiles have 4 floats of padding
+/// per row, which keeps each row 16-byte aligned and spreads the column-wise
+/// writes of the loads over the banks. Loads are coalesced for every operand
+/// layout (trans_a, trans_b are template parameters, so each of the four
+/// versions has its own straight-line load code), and zero-filled outside A and B.
+#include "04_cuda_matmul/matmul_kernels.hpp"
+#include "common/cuda_check.hpp"
+#include "common/not_implemented.hpp"
+
+namespace course {
+
+namespace {
+constexpr int kBM = 64;                          // rows of C per block
+constexpr int kBN = 64;                          // columns of C per block
+constexpr int kBK = 16;                          // depth of one shared-memory tile
+constexpr int kTM = 4;                           // rows of C per thread
+constexpr int kTN = 4;                           // columns of C per thread
+constexpr int kThreadsX = kBN / kTN;             // 16
+constexpr int kThreadsY = kBM / kTM;             // 16
+constexpr int kThreads = kThreadsX * kThreadsY;  // 256
+constexpr int kPad = 4;                          // floats of padding per tile row (keeps float4 alignment)
+static_assert(kTM == 4 && kTN == 4, "the inner loop reads a thread's rows and columns as one float4 each");
+static_assert((kBM * kBK) % kThreads == 0 && (kBN * kBK) % kThreads == 0, "every thread loads the same count");
+static_assert((kBM + kPad) % 4 == 0 && (kBN + kPad) % 4 == 0, "tile rows must stay 16-byte aligned for float4 reads");
+}  // namespace
+
+/// Launched as 16 x 16 threads per block, one block per 64 x 64 tile of C: thread (tx, ty) of
+/// block (bx, by) computes rows by * 64 + 4 ty .. + 3 and columns bx * 64 + 4 tx .. + 3 of C.
+template <bool TRANS_A, bool TRANS_B>
+__global__ void __launch_bounds__(kThreads) matmul_register_tiled_kernel(GemmProblem p) {
+  // TODO(Task 4.5): each thread accumulates a 4 x 4 block of C in registers; per tile of 16 k, the block loads op(A) into As[k][m] and op(B) into Bs[k][n], then each k is one float4 of A, one of B and 16 FMAs
+  // HINT: thread t = ty * 16 + tx loads elements t, t + 256, t + 512, t + 768 of each tile; pick (row, k) from that number so neighbouring t read neighbouring addresses.
+}
+
+void matmul_register_tiled(const GemmProblem& p, cudaStream_t stream) {
+  // TODO(Task 4.5): launch 16 x 16 threads per block, one block per 64 x 64 tile of C, with the kernel version for (trans_a, trans_b)
+  // HINT: the template arguments must be constants: one launch per combination in an if / else.
+  throw course::NotImplemented("Task 4.5", "04_cuda_matmul/matmul_6_register_tiled.cu", "docs/lessons/04_cuda_matmul.md");
+}
+
+}  // namespace course

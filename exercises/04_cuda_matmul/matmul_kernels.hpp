@@ -1,0 +1,57 @@
+/// @file matmul_kernels.hpp
+/// @brief Stage 04: what every matmul version shares (glue, not a task).
+///
+/// course::gemm() (gemm.cpp) checks its arguments once, packs them into a
+/// GemmProblem and hands it to one of the launchers below; each launcher lives
+/// in the file of its kernel. Under nvcc this header also gives the device
+/// code the index mapping of the transposed operands, written once.
+#pragma once
+
+#include <cstddef>
+
+#include <cuda_runtime.h>
+
+namespace course {
+
+/// One product C = alpha * op(A) * op(B) + beta * C, as course::gemm() received it
+/// (layouts in gemm.hpp). Passed to kernels by value: it is 48 bytes of kernel arguments.
+struct GemmProblem {
+  bool trans_a = false, trans_b = false;
+  int M = 0, N = 0, K = 0;
+  float alpha = 1.f, beta = 0.f;
+  const float* A = nullptr;
+  const float* B = nullptr;
+  float* C = nullptr;
+};
+
+void matmul_cublas(const GemmProblem& p, cudaStream_t stream);          ///< kernel 0, matmul_cublas.cpp
+void matmul_single_block(const GemmProblem& p, cudaStream_t stream);    ///< kernel 1, Task 4.1
+void matmul_grid(const GemmProblem& p, cudaStream_t stream);            ///< kernel 2, Task 4.2
+void matmul_coalesced(const GemmProblem& p, cudaStream_t stream);       ///< kernel 3, Task 4.3
+void matmul_tiled_16(const GemmProblem& p, cudaStream_t stream);        ///< kernel 4, Task 4.4
+void matmul_tiled_32(const GemmProblem& p, cudaStream_t stream);        ///< kernel 5, Task 4.4
+void matmul_register_tiled(const GemmProblem& p, cudaStream_t stream);  ///< kernel 6, Task 4.5
+
+#ifdef __CUDACC__
+// The index mapping of gemm.hpp's table. Indices are computed in size_t: a
+// 50000 x 50000 matrix has more elements than an int can count.
+
+/// op(A)[m][k]
+__device__ __forceinline__ float load_a(const GemmProblem& p, int m, int k) {
+  return p.trans_a ? p.A[static_cast<std::size_t>(k) * p.M + m] : p.A[static_cast<std::size_t>(m) * p.K + k];
+}
+
+/// op(B)[k][n]
+__device__ __forceinline__ float load_b(const GemmProblem& p, int k, int n) {
+  return p.trans_b ? p.B[static_cast<std::size_t>(n) * p.K + k] : p.B[static_cast<std::size_t>(k) * p.N + n];
+}
+
+/// C[m][n] = alpha * acc + beta * C[m][n], without reading C when beta is 0
+/// (C may then be uninitialised memory, and 0 * NaN would be NaN).
+__device__ __forceinline__ void store_c(const GemmProblem& p, int m, int n, float acc) {
+  float* c = p.C + static_cast<std::size_t>(m) * p.N + n;
+  *c = p.beta == 0.f ? p.alpha * acc : p.alpha * acc + p.beta * *c;
+}
+#endif
+
+}  // namespace course

@@ -1,0 +1,145 @@
+/// @file gpu_mlp_engine.hpp
+/// @brief Stage 04: the engine the shared trainer drives: an MLP trained on the GPU, batch by batch as GEMMs.
+///
+/// Where everything lives:
+///
+/// | on the device                                  | moved to / from the host           |
+/// |------------------------------------------------|------------------------------------|
+/// | the training and test sets (images, labels)    | uploaded once, on first use        |
+/// | every parameter, gradient and velocity, each in one flat buffer | parameters: at start, and on get/set_parameters |
+/// | the activations and their gradients per layer  | never                              |
+/// | the epoch's shuffled order of examples         | uploaded once per epoch            |
+/// | the epoch's loss sum and correct count         | read once per epoch                |
+///
+/// A training step is a fixed sequence of kernel launches (gather, forward,
+/// loss, backward, SGD) with no copy in between, so the host only queues work
+/// and the GPU runs the steps back to back.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "04_cuda_matmul/gemm.hpp"
+#include "common/arch.hpp"
+#include "common/cuda_check.hpp"
+#include "common/engine.hpp"
+
+namespace course {
+
+/// Trains a dense network (dense layers and activations: the `mlp` model, or any
+/// `--layers`) on the GPU.
+class GpuMlpEngine : public Engine {
+ public:
+  /// Builds cfg's model on the GPU, starting from `initial` (tensors in model
+  /// order, as course::initial_parameters() returns them); when `initial` is
+  /// empty, from initial_parameters(cfg.arch, cfg.input, cfg.classes, cfg.seed):
+  /// the weights every stage starts from. Matrix products use gemm kernel
+  /// `gemm_kernel` (gemm.hpp).
+  ///
+  /// Throws std::invalid_argument before touching the GPU for a convolution,
+  /// pooling or flatten layer (stage 05 runs those), a loss other than
+  /// cross-entropy and mse, or a kernel number out of range; course::GpuError
+  /// when the GPU cannot be used.
+  explicit GpuMlpEngine(const EngineConfig& cfg, int gemm_kernel = kBestGemm,
+                        const std::vector<NamedTensor>& initial = {});
+  ~GpuMlpEngine() override;
+  GpuMlpEngine(const GpuMlpEngine&) = delete;
+  GpuMlpEngine& operator=(const GpuMlpEngine&) = delete;
+
+  /// course::gpu_name(), e.g. "NVIDIA H100 80GB HBM3 (sm_90)".
+  std::string device() const override;
+  /// Read by every SGD step that follows.
+  void set_learning_rate(double lr) override { cfg_.lr = lr; }
+  /// One epoch: begin_epoch(), train_batch() for every batch, end_epoch().
+  /// `on_batch` gets NaN for the loss: the loss stays on the device until the end.
+  EpochStats train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) override;
+  EpochStats evaluate(const Dataset& data, std::vector<int>* predictions) override;
+  std::vector<NamedTensor> get_parameters() override;
+  void set_parameters(const std::vector<NamedTensor>& params) override;
+  /// The SGD velocity of every parameter, in model order ("fc1.weight.velocity", ...).
+  std::vector<NamedTensor> get_optimizer_state() override;
+  void set_optimizer_state(const std::vector<NamedTensor>& state) override;
+  /// With EngineConfig::profile: GPU time of every layer, plus rows for the
+  /// batch gather, the loss and the SGD update (CUDA events around each).
+  std::vector<LayerTime> layer_times() const override { return cfg_.profile ? times_ : std::vector<LayerTime>(); }
+  void reset_layer_times() override;
+
+  /// The gemm kernel this engine uses.
+  int gemm_kernel() const { return gemm_kernel_; }
+
+  // ---- the pieces of train_epoch(), public for the benchmarks and tests ----
+
+  /// Uploads `train` (the first time it is seen) and the example order of
+  /// `epoch` (course::epoch_order), and zeroes the epoch's loss sum and count.
+  void begin_epoch(const Dataset& train, int epoch);
+  /// Batches in the current epoch.
+  int num_batches() const;
+  /// Queues one SGD step on batch b of the current epoch and returns without
+  /// waiting for the GPU (with profiling on, it waits, to read the timers).
+  void train_batch(int b);
+  /// Waits for the GPU and returns the epoch's sums (one copy to the host).
+  EpochStats end_epoch();
+
+ private:
+  /// A layer as the GPU engine runs it: sizes are per example.
+  struct GpuLayer {
+    LayerKind kind = LayerKind::Dense;
+    Activation act = Activation::ReLU;
+    int in = 0, out = 0;               ///< input and output values per example
+    std::size_t weight = 0, bias = 0;  ///< offsets of W [out, in] and b [out] in the parameter buffer
+  };
+  /// A data set copied to the device, and what identifies the copy.
+  struct DeviceData {
+    std::uint64_t fingerprint = 0;
+    int size = 0;
+    DeviceBuffer<float> images;  ///< [size, D]
+    DeviceBuffer<int> labels;    ///< [size]
+  };
+  /// CUDA events around one piece of work, for --profile.
+  struct Section {
+    cudaEvent_t start = nullptr, stop = nullptr;
+    bool pending = false;  ///< recorded and not yet read
+  };
+  enum class Pass { Forward, Backward };
+
+  const DeviceData& on_device(const Dataset& data, DeviceData& slot);
+  const float* forward(const float* x, int B);
+  void backward(int B);
+  void loss(const float* logits, const int* labels, int B, float* dlogits, int* predictions);
+  template <typename Work>
+  void timed(std::size_t row, Pass pass, Work&& work);
+  void collect_times();
+  void zero_sums();
+  EpochStats read_sums(long seen);
+  /// The tensors' values, flat in model order, after checking that tensor i is
+  /// param_names_[i] + suffix with param_shapes_[i]; split() is the inverse.
+  std::vector<float> flatten_checked(const std::vector<NamedTensor>& tensors, const std::string& suffix) const;
+  std::vector<NamedTensor> split(const std::vector<float>& flat, const std::string& suffix) const;
+
+  EngineConfig cfg_;
+  int gemm_kernel_;
+  std::vector<GpuLayer> layers_;
+  std::vector<std::string> param_names_;  ///< "fc1.weight", ... in model order
+  std::vector<std::vector<int>> param_shapes_;
+  DeviceBuffer<float> params_, grads_, velocity_;  ///< every parameter, flat, in model order
+  std::vector<DeviceBuffer<float>> acts_;  ///< acts_[0]: the gathered batch [batch, D]; acts_[i + 1]: output of layer i
+  std::vector<DeviceBuffer<float>>
+      deltas_;                    ///< deltas_[i]: dL/d(input of layer i), for i >= 1; deltas_.back(): dL/dlogits
+  const float* input_ = nullptr;  ///< the input of the last forward()
+  DeviceBuffer<int> batch_labels_;
+  DeviceBuffer<int> order_;
+  DeviceBuffer<double> loss_sum_;
+  DeviceBuffer<unsigned long long> correct_;
+  DeviceBuffer<int> predictions_;
+  DeviceData train_data_, eval_data_;
+  const DeviceData* epoch_data_ = nullptr;  ///< the set begin_epoch() was given
+  int epoch_size_ = 0;
+
+  std::vector<LayerTime> times_;   ///< one row per layer, then gather, loss, SGD
+  std::vector<Section> sections_;  ///< two per row of times_: forward, backward
+  std::size_t gather_row_ = 0, loss_row_ = 0, sgd_row_ = 0;
+  bool recording_ = false;  ///< true inside a profiled train_batch()
+};
+
+}  // namespace course

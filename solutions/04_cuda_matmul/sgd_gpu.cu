@@ -1,0 +1,35 @@
+/// @file sgd_gpu.cu
+/// @brief Stage 04 (Task 4.9): the SGD update with momentum, one thread per parameter.
+///
+///     v <- momentum * v + g
+///     w <- w - lr * v
+///
+/// The GPU engine keeps every weight and bias of the model in one contiguous
+/// buffer (and the gradients and velocities in two more, laid out alike), so
+/// one launch updates the whole model after each batch instead of one launch
+/// per tensor.
+#include "04_cuda_matmul/mlp_kernels.hpp"
+#include "common/cuda_check.hpp"
+#include "common/not_implemented.hpp"
+
+namespace course {
+
+/// One parameter per thread: w[i], g[i], v[i] for i < n.
+__global__ void sgd_update_kernel(float* w, const float* g, float* v, long n, float lr, float momentum) {
+  // BEGIN Task 4.9 (device): one thread per parameter: v = momentum * v + g, then w -= lr * v
+  const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float velocity = momentum * v[i] + g[i];
+  v[i] = velocity;
+  w[i] -= lr * velocity;
+  // END Task 4.9
+}
+
+void sgd_update_gpu(float* w, const float* g, float* v, long n, float lr, float momentum, cudaStream_t stream) {
+  // BEGIN Task 4.9: launch sgd_update_kernel with one thread per parameter
+  sgd_update_kernel<<<blocks_for(n), kElementwiseThreads, 0, stream>>>(w, g, v, n, lr, momentum);
+  CUDA_CHECK_LAUNCH();
+  // END Task 4.9
+}
+
+}  // namespace course

@@ -1,0 +1,40 @@
+// Stage 04 trainer: the MLP on the GPU, its matrix products on a kernel of your choice.
+//
+//   s04_train_solution --model mlp --epochs 10            (kernel 6, register tiles)
+//   s04_train_solution --model mlp --kernel 0             (cuBLAS)
+//   s04_train_exercise --model mlp --kernel 5 --profile   (your code, tiled 32, per-layer GPU times)
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "04_cuda_matmul/gemm.hpp"
+#include "04_cuda_matmul/gpu_mlp_engine.hpp"
+#include "common/cuda_check.hpp"
+#include "common/trainer.hpp"
+
+int main(int argc, char** argv) {
+  const course::StageInfo stage{"04_cuda_matmul", "Stage 04: the MLP on the GPU, dense layers as GEMMs"};
+  int kernel = course::kBestGemm;
+  std::string kernel_help = "Matrix-product kernel:";
+  for (int k = 0; k < course::kNumGemmKernels; ++k)
+    kernel_help +=
+        " " + std::to_string(k) + " = " + course::gemm_kernel_name(k) + (k + 1 < course::kNumGemmKernels ? "," : "");
+  const auto extra_options = [&](CLI::App& app) {
+    app.add_option("--kernel", kernel, kernel_help)->check(CLI::Range(0, course::kNumGemmKernels - 1))->type_name("N");
+    // Checked once the command line is parsed (so --help works anywhere) and
+    // before the data is loaded: without a GPU there is nothing to wait for.
+    app.final_callback([] {
+      std::string why;
+      if (!course::gpu_available(&why)) throw course::GpuError("stage 04 trains on a CUDA GPU: " + why);
+    });
+  };
+  return course::run_trainer(
+      argc, argv, stage,
+      [&](const course::EngineConfig& cfg) {
+        auto engine = std::make_unique<course::GpuMlpEngine>(cfg, kernel);
+        std::cout << "gemm: kernel " << kernel << " (" << course::gemm_kernel_name(kernel) << ")\n";
+        return engine;
+      },
+      extra_options);
+}

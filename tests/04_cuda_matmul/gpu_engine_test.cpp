@@ -1,0 +1,162 @@
+// Stage 04: the GPU engine as the trainer uses it: what it refuses, where it
+// starts, its parameters, its profile, and every gemm kernel inside it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "01_fc_softmax/network.hpp"
+#include "04_cuda_matmul/gpu_mlp_engine.hpp"
+#include "gpu_testkit.hpp"
+
+using namespace course;
+using namespace course::gputest;
+
+namespace {
+
+EngineConfig config_for(const std::string& spec, Shape3 input, int batch) {
+  EngineConfig cfg;
+  cfg.arch = parse_arch(spec);
+  cfg.input = input;
+  cfg.classes = 10;
+  cfg.batch = batch;
+  cfg.seed = 23;
+  return cfg;
+}
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no std::invalid_argument thrown)";
+}
+
+}  // namespace
+
+// The refusals come before any GPU work, so these run anywhere.
+TEST(Stage04_GpuEngine, RefusesConvolutionsAndNamesStage05) {
+  const EngineConfig cfg = config_for("conv8k3p1,relu,pool2,fc10", {1, 28, 28}, 8);
+  const std::string m = message_of([&] { GpuMlpEngine engine(cfg); });
+  EXPECT_NE(m.find("conv8k3p1"), std::string::npos) << m;
+  EXPECT_NE(m.find("stage 05"), std::string::npos) << m;
+}
+
+TEST(Stage04_GpuEngine, RefusesUnknownLossAndKernel) {
+  EngineConfig cfg = config_for("fc16,relu,fc10", {1, 28, 28}, 8);
+  EXPECT_THROW({ GpuMlpEngine engine(cfg, kNumGemmKernels); }, std::invalid_argument);
+  cfg.loss = "hinge";
+  EXPECT_NE(message_of([&] { GpuMlpEngine engine(cfg); }).find("hinge"), std::string::npos);
+}
+
+TEST(Stage04_GpuEngine, RefusesSingleBlockKernelForTheMlp) {
+  const EngineConfig cfg = config_for("fc256,relu,fc128,relu,fc10", {1, 28, 28}, 64);
+  const std::string m = message_of([&] { GpuMlpEngine engine(cfg, kGemmSingleBlock); });
+  EXPECT_NE(m.find("kernel 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("1024"), std::string::npos) << m;
+}
+
+// Same seed, same model: the weights every stage starts from, bit for bit.
+TEST(Stage04_GpuEngine, StartsFromTheWeightsOfEveryStage) {
+  SKIP_WITHOUT_GPU();
+  const EngineConfig cfg = config_for("fc256,relu,fc128,relu,fc10", {1, 28, 28}, 64);
+  GpuMlpEngine engine(cfg);
+  const std::vector<NamedTensor> got = engine.get_parameters();
+  const std::vector<NamedTensor> want = initial_parameters(cfg.arch, cfg.input, cfg.classes, cfg.seed);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].name, want[i].name);
+    EXPECT_EQ(got[i].tensor.shape, want[i].tensor.shape);
+    EXPECT_EQ(got[i].tensor.data, want[i].tensor.data) << got[i].name;
+  }
+}
+
+TEST(Stage04_GpuEngine, SetParametersChecksAndRoundTrips) {
+  SKIP_WITHOUT_GPU();
+  const EngineConfig cfg = config_for("fc16,tanh,fc10", {1, 4, 4}, 8);
+  GpuMlpEngine engine(cfg);
+  std::vector<NamedTensor> params = engine.get_parameters();
+  for (auto& p : params)
+    for (auto& v : p.tensor.data) v += 0.5f;
+  engine.set_parameters(params);
+  const std::vector<NamedTensor> back = engine.get_parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) EXPECT_EQ(back[i].tensor.data, params[i].tensor.data);
+  params[0].tensor.shape = {4, 16};
+  EXPECT_THROW(engine.set_parameters(params), std::invalid_argument);
+  params.pop_back();
+  EXPECT_THROW(engine.set_parameters(params), std::invalid_argument);
+}
+
+// A checkpoint holds the parameters and the velocities: restored into a fresh
+// engine, the next epoch must end exactly where an uninterrupted run ends.
+TEST(Stage04_GpuEngine, OptimizerStateResumesBitForBit) {
+  SKIP_WITHOUT_GPU();
+  const Dataset data = make_synthetic(200, {1, 28, 28}, 10, 3);
+  const EngineConfig cfg = config_for("fc32,relu,fc10", data.shape, 32);
+  GpuMlpEngine straight(cfg), resumed(cfg);
+  straight.train_epoch(data, 0, {});
+  resumed.set_parameters(straight.get_parameters());
+  const std::vector<NamedTensor> velocity = straight.get_optimizer_state();
+  ASSERT_EQ(velocity[0].name, "fc1.weight.velocity");
+  resumed.set_optimizer_state(velocity);
+  straight.train_epoch(data, 1, {});
+  resumed.train_epoch(data, 1, {});
+  const std::vector<NamedTensor> a = straight.get_parameters(), b = resumed.get_parameters();
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].tensor.data, b[i].tensor.data) << a[i].name;
+}
+
+TEST(Stage04_GpuEngine, RefusesDataThatDoesNotFit) {
+  SKIP_WITHOUT_GPU();
+  const EngineConfig cfg = config_for("fc16,relu,fc10", {1, 28, 28}, 8);
+  GpuMlpEngine engine(cfg);
+  const Dataset wrong_shape = make_synthetic(20, {3, 8, 8}, 10, 1);
+  EXPECT_THROW(engine.evaluate(wrong_shape, nullptr), std::invalid_argument);
+  Dataset bad_label = make_synthetic(20, {1, 28, 28}, 10, 1);
+  bad_label.labels[7] = 10;
+  EXPECT_NE(message_of([&] { engine.train_epoch(bad_label, 0, {}); }).find("example 7"), std::string::npos);
+}
+
+// --profile: one row per layer plus gather, loss and SGD, each with GPU time.
+TEST(Stage04_GpuEngine, ProfileTimesEveryLayerAndStep) {
+  SKIP_WITHOUT_GPU();
+  const Dataset data = make_synthetic(100, {1, 28, 28}, 10, 1);
+  EngineConfig cfg = config_for("fc32,relu,fc10", data.shape, 32);
+  cfg.profile = true;
+  GpuMlpEngine engine(cfg);
+  engine.train_epoch(data, 0, {});
+  engine.evaluate(data, nullptr);  // evaluation is not profiled
+  const std::vector<LayerTime> t = engine.layer_times();
+  ASSERT_EQ(t.size(), 3u + 3u);
+  EXPECT_EQ(t[0].layer, "fc1 (fc32)");
+  EXPECT_EQ(t[3].layer, "batch gather");
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    EXPECT_EQ(t[i].calls, 4) << t[i].layer << ": 4 batches were trained";
+    EXPECT_GT(t[i].forward_ms + t[i].backward_ms, 0.0) << t[i].layer;
+  }
+  engine.reset_layer_times();
+  EXPECT_EQ(engine.layer_times()[0].calls, 0);
+}
+
+// The same 6 steps on every gemm kernel end where cuBLAS ends (needs Tasks 4.1 to 4.5 too).
+// Kernel 1 runs a model small enough for one block per product.
+TEST(Stage04_GpuEngine, EveryKernelTrainsLikeCublas) {
+  SKIP_WITHOUT_GPU();
+  for (int kernel = kGemmSingleBlock; kernel < kNumGemmKernels; ++kernel) {
+    const bool tiny = kernel == kGemmSingleBlock;
+    const Dataset data = make_synthetic(tiny ? 45 : 6 * 64 - 10, tiny ? Shape3{1, 4, 4} : Shape3{1, 28, 28}, 10, 2);
+    const EngineConfig cfg =
+        config_for(tiny ? "fc16,relu,fc10" : "fc256,relu,fc128,relu,fc10", data.shape, tiny ? 8 : 64);
+    GpuMlpEngine reference(cfg, kGemmCublas), engine(cfg, kernel);
+    const EpochStats r = reference.train_epoch(data, 0, {});
+    const EpochStats s = engine.train_epoch(data, 0, {});
+    EXPECT_NEAR(s.loss_sum, r.loss_sum, 1e-4 * r.loss_sum) << "kernel " << kernel;
+    const std::vector<NamedTensor> want = reference.get_parameters(), got = engine.get_parameters();
+    for (std::size_t i = 0; i < got.size(); ++i)
+      EXPECT_TRUE(close_enough(got[i].name + " with kernel " + std::to_string(kernel), got[i].tensor.data,
+                               want[i].tensor.data, got[i].tensor.shape, 1e-3, 0.0, 1e-4));
+  }
+}

@@ -1,0 +1,121 @@
+// Helpers shared by the stage 04 tests: skipping without a GPU, device copies,
+// and a comparison that reports the worst element against atol + rtol * |ref|.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/cuda_check.hpp"
+#include "common/gradcheck.hpp"
+#include "common/rng.hpp"
+
+/// Skips the test, printing why, when no CUDA GPU can be used.
+#define SKIP_WITHOUT_GPU()                                     \
+  do {                                                         \
+    std::string why_;                                          \
+    if (!::course::gpu_available(&why_)) GTEST_SKIP() << why_; \
+  } while (0)
+
+namespace course::gputest {
+
+/// n floats uniform in [lo, hi).
+inline std::vector<float> random_floats(std::size_t n, std::uint64_t seed, double lo = -1.0, double hi = 1.0) {
+  Rng rng(seed, 9);
+  std::vector<float> v(n);
+  for (auto& x : v) x = static_cast<float>(rng.uniform(lo, hi));
+  return v;
+}
+
+/// n floats uniform in [lo, hi) with |x| >= gap (away from the kinks of ReLU and leaky ReLU).
+inline std::vector<float> random_away_from_zero(std::size_t n, std::uint64_t seed, double lo, double hi,
+                                                double gap = 0.05) {
+  std::vector<float> v = random_floats(n, seed, lo, hi);
+  for (auto& x : v)
+    if (std::fabs(x) < gap) x = static_cast<float>(x < 0 ? x - gap : x + gap);
+  return v;
+}
+
+/// A device copy of a host vector (an empty vector gives an empty buffer).
+template <typename T>
+DeviceBuffer<T> to_device(const std::vector<T>& host) {
+  DeviceBuffer<T> d;
+  if (!host.empty()) d.upload(host);
+  return d;
+}
+
+/// A host copy of a device buffer; waits for the work queued before it.
+template <typename T>
+std::vector<T> to_host(const DeviceBuffer<T>& d) {
+  return d.size() ? d.download() : std::vector<T>();
+}
+
+/// How far `got` is from `ref`: the relative error of the whole tensor and the worst element.
+struct Comparison {
+  double rel_norm_error = 0;  ///< ||got - ref|| / ||ref||
+  double worst_ratio = 0;     ///< max |got - ref| / (atol + rtol |ref|): 1 is the limit
+  std::size_t worst = 0;      ///< flat index of that element
+  double got_value = 0, ref_value = 0;
+  bool finite = true;  ///< false when got holds NaN or Inf where ref does not
+  std::size_t size_mismatch = 0;
+};
+
+inline Comparison compare(const std::vector<float>& got, const std::vector<float>& ref, double atol, double rtol) {
+  Comparison c;
+  if (got.size() != ref.size()) {
+    c.size_mismatch = got.size() + 1;
+    c.finite = false;
+    return c;
+  }
+  double diff2 = 0, ref2 = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double g = got[i], r = ref[i];
+    const double d = std::fabs(g - r);
+    if (!std::isfinite(g) && std::isfinite(r)) c.finite = false;
+    diff2 += d * d;
+    ref2 += r * r;
+    const double ratio = std::isfinite(d) ? d / (atol + rtol * std::fabs(r)) : INFINITY;
+    if (!(ratio <= c.worst_ratio)) {  // also catches NaN
+      c.worst_ratio = std::isnan(ratio) ? INFINITY : ratio;
+      c.worst = i;
+      c.got_value = g;
+      c.ref_value = r;
+    }
+  }
+  c.rel_norm_error = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+  if (!std::isfinite(c.rel_norm_error)) c.finite = false;
+  return c;
+}
+
+/// Passes when ||got - ref|| / ||ref|| <= max_rel_norm and every element is
+/// within atol + rtol * |ref|; otherwise names the tensor, the worst element
+/// and where it is.
+inline ::testing::AssertionResult close_enough(const std::string& what, const std::vector<float>& got,
+                                               const std::vector<float>& ref, const std::vector<int>& shape,
+                                               double atol, double rtol, double max_rel_norm) {
+  const Comparison c = compare(got, ref, atol, rtol);
+  if (c.size_mismatch)
+    return ::testing::AssertionFailure() << what << ": " << got.size() << " values, expected " << ref.size();
+  if (c.finite && c.worst_ratio <= 1.0 && c.rel_norm_error <= max_rel_norm) return ::testing::AssertionSuccess();
+  std::ostringstream s;
+  s << what << ": ||got - ref|| / ||ref|| = " << c.rel_norm_error << " (limit " << max_rel_norm << "); worst element "
+    << index_to_string(c.worst, shape) << " = " << c.got_value << ", expected " << c.ref_value << " (|diff| "
+    << std::fabs(c.got_value - c.ref_value) << ", limit atol " << atol << " + rtol " << rtol
+    << " * |ref| = " << atol + rtol * std::fabs(c.ref_value) << ")"
+    << (c.finite ? "" : "; the result holds NaN or Inf");
+  return ::testing::AssertionFailure() << s.str();
+}
+
+/// Tolerance of an FP32 sum of K products of values in [-1, 1], two summation orders
+/// apart: sequential summation errs by about u K / 4 (u = 6e-8, unit roundoff),
+/// and 2e-7 K is ~14 times that. rtol 1e-4 covers the large elements.
+inline double sum_atol(int K) { return 1e-6 + 2e-7 * K; }
+constexpr double kSumRtol = 1e-4;
+/// Relative error of the whole result: float32 arithmetic lands near 1e-6 for K ~ 1000.
+constexpr double kSumRelNorm = 1e-5;
+
+}  // namespace course::gputest

@@ -1,0 +1,67 @@
+// Task 4.7: every activation, forward and backward, against stage 01's on the same values.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "01_fc_softmax/activations.hpp"
+#include "04_cuda_matmul/mlp_kernels.hpp"
+#include "gpu_testkit.hpp"
+
+using namespace course;
+using namespace course::gputest;
+
+namespace {
+
+const Activation kAll[] = {Activation::ReLU, Activation::LeakyReLU, Activation::Sigmoid, Activation::Tanh,
+                           Activation::Softplus};
+
+// 1000 values in [-4, 4) away from 0, exact zeros (both sides use x > 0, so the
+// kink is decided the same way), and large values where e^x overflows a float
+// unless the formula avoids it. 1037 values: not a multiple of the block size.
+std::vector<float> test_inputs() {
+  std::vector<float> x = random_away_from_zero(1000, 71, -4.0, 4.0);
+  for (float v : {0.f, -0.f, 30.f, -30.f, 100.f, -100.f, 1e-3f, -1e-3f}) x.push_back(v);
+  const std::vector<float> more = random_floats(29, 72, -20.0, 20.0);
+  x.insert(x.end(), more.begin(), more.end());
+  return x;
+}
+
+// float functions on two processors: expf, tanhf and log1pf are within 2 ulp on
+// the GPU and the C library's within 1; 1e-5 relative is ~80 ulp of slack.
+constexpr double kAtol = 1e-6, kRtol = 1e-5;
+
+}  // namespace
+
+TEST(Task4_7_ActivationsGpu, ForwardMatchesStage01) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<float> x = test_inputs();
+  const long n = static_cast<long>(x.size());
+  for (Activation f : kAll) {
+    DeviceBuffer<float> dx_in = to_device(x), y(x.size());
+    activation_forward_gpu(f, dx_in.get(), y.get(), n);
+    const std::vector<float> got = to_host(y);
+    std::vector<float> ref(x.size());
+    activation_forward(f, x.data(), ref.data(), n);
+    EXPECT_TRUE(close_enough(std::string(activation_name(f)) + " forward", got, ref, {static_cast<int>(n)}, kAtol,
+                             kRtol, kRtol));
+  }
+}
+
+TEST(Task4_7_ActivationsGpu, BackwardMatchesStage01) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<float> x = test_inputs();
+  const std::vector<float> dy = random_floats(x.size(), 73);
+  const long n = static_cast<long>(x.size());
+  for (Activation f : kAll) {
+    // Both sides get the same y (the GPU's forward, so that the GPU code runs
+    // first), and only the backward passes are compared.
+    DeviceBuffer<float> dev_x = to_device(x), dev_y(x.size()), dev_dy = to_device(dy), dx(x.size());
+    activation_forward_gpu(f, dev_x.get(), dev_y.get(), n);
+    activation_backward_gpu(f, dev_x.get(), dev_y.get(), dev_dy.get(), dx.get(), n);
+    const std::vector<float> y = to_host(dev_y), got = to_host(dx);
+    std::vector<float> ref(x.size());
+    activation_backward(f, x.data(), y.data(), dy.data(), ref.data(), n);
+    EXPECT_TRUE(close_enough(std::string(activation_name(f)) + " backward", got, ref, {static_cast<int>(n)}, kAtol,
+                             kRtol, kRtol));
+  }
+}
