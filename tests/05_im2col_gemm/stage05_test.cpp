@@ -1,0 +1,281 @@
+// Stage 05 beyond the tasks: the workspace arithmetic of the lesson, argument
+// checks, the engine's bookkeeping, split-K against one GEMM, and the trainer
+// end to end. The first three need no GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "01_fc_softmax/network.hpp"
+#include "02_conv_pool/cnn.hpp"
+#include "04_cuda_matmul/gemm.hpp"
+#include "05_im2col_gemm/conv_gpu.hpp"
+#include "05_im2col_gemm/gpu_cnn_engine.hpp"
+#include "05_im2col_gemm/im2col.hpp"
+#include "05_im2col_gemm/pool_gpu.hpp"
+#include "05_im2col_gemm/split_k.hpp"
+#include "common/trainer.hpp"
+#include "stage05_support.hpp"
+
+using namespace course;
+using namespace course::s05test;
+
+namespace {
+const ConvGeometry kConv1{1, 28, 28, 16, 3, 1, 1};   // conv1 of cnn
+const ConvGeometry kConv2{16, 14, 14, 32, 3, 1, 1};  // conv2 of cnn
+
+// The message of the std::invalid_argument `f` throws ("" when it throws none).
+template <typename F>
+std::string invalid_argument_message(F&& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+EngineConfig config(const std::string& spec, Shape3 input, int batch) {
+  EngineConfig cfg;
+  cfg.arch = parse_arch(spec);
+  cfg.input = input;
+  cfg.classes = 10;
+  cfg.batch = batch;
+  return cfg;
+}
+}  // namespace
+
+// ---- the memory lesson --------------------------------------------------------------------
+
+// A 3x3 kernel with padding 1 and stride 1 keeps the image size, so every value
+// lands in 9 patches: U is exactly 9 times the input. Stride 2 has a quarter of
+// the pixels, so about 9/4 (28x28 -> 14x14 outputs: 196 * 9 / 784 = 2.25).
+TEST(Stage05_Workspace, TheUnrolledInputIsAboutKSquaredTimesTheInput) {
+  EXPECT_EQ(unrolled_floats(1, kConv1), 784u * 9u);
+  EXPECT_DOUBLE_EQ(static_cast<double>(unrolled_floats(1, kConv1)) / kConv1.in_size(), 9.0);
+  EXPECT_DOUBLE_EQ(static_cast<double>(unrolled_floats(1, kConv2)) / kConv2.in_size(), 9.0);
+  const ConvGeometry strided{1, 28, 28, 16, 3, 1, 2};
+  EXPECT_DOUBLE_EQ(static_cast<double>(unrolled_floats(1, strided)) / strided.in_size(), 2.25);
+  EXPECT_EQ(unrolled_floats(64, kConv2), 64u * unrolled_floats(1, kConv2));
+}
+
+// The workspace of `cnn` at batch 64, worked by hand (P pixels, R taps):
+//   image: the larger U of one image: conv2, P*R = 196 * 144 = 28224 floats = 112896 bytes;
+//   batch: conv2, U = 64*196*144 = 1806336, Ypix = 64*196*32 = 401408, and 13
+//          split-K partials of 32*144 (12544 rows / 1024) = 59904: 2267648 floats = 9070592 bytes.
+TEST(Stage05_Workspace, CnnAtBatch64NeedsAbout80TimesMoreWhenUnrolledAtOnce) {
+  EXPECT_EQ(conv_workspace_layout(Unroll::Image, 64, kConv2).total() * sizeof(float), 112896u);
+  EXPECT_EQ(conv_workspace_layout(Unroll::Image, 64, kConv1).total(), 784u * 9u);
+  const int chunks = split_k_chunks(kBestGemm, unrolled_rows(64, kConv2), kDefaultSplitK);
+  EXPECT_EQ(chunks, 13);
+  const ConvWorkspaceLayout batch = conv_workspace_layout(Unroll::Batch, 64, kConv2, chunks);
+  EXPECT_EQ(batch.unrolled, 1806336u);
+  EXPECT_EQ(batch.pixels, 401408u);
+  EXPECT_EQ(batch.partials, 59904u);
+  EXPECT_EQ(batch.total() * sizeof(float), 9070592u);
+  EXPECT_EQ(split_k_chunks(kBestGemm, unrolled_rows(64, kConv1), kDefaultSplitK), kDefaultSplitK);  // 49 wanted, capped
+  EXPECT_EQ(split_k_chunks(kGemmCublas, unrolled_rows(64, kConv1), kDefaultSplitK), 1);  // cuBLAS splits by itself
+  EXPECT_EQ(split_k_chunks(kBestGemm, 1000, kDefaultSplitK), 1);                         // too short to split
+}
+
+// ---- bad input: a clear message before anything is launched ---------------------------------
+
+TEST(Stage05_Arguments, ConvFunctionsNameWhatIsWrong) {
+  float dummy[4] = {};
+  float* p = dummy;
+  ConvContext ctx;  // no workspace
+  EXPECT_TRUE(contains(invalid_argument_message([&] { conv_forward_gpu(ctx, p, p, p, p, 2, kConv1); }),
+                       "needs a workspace of"));
+  ctx.workspace = p;
+  ctx.workspace_floats = conv_workspace_floats(ctx, 2, kConv1);
+  EXPECT_TRUE(contains(invalid_argument_message([&] { conv_forward_gpu(ctx, nullptr, p, p, p, 2, kConv1); }),
+                       "conv_forward_gpu: x is null"));
+  EXPECT_TRUE(contains(invalid_argument_message([&] { conv_backward_weight_gpu(ctx, p, p, nullptr, 2, kConv1); }),
+                       "conv_backward_weight_gpu: dW is null"));
+  EXPECT_TRUE(contains(invalid_argument_message([&] { conv_backward_input_gpu(ctx, p, p, p, 0, kConv1); }),
+                       "batch size must be at least 1"));
+  EXPECT_TRUE(contains(invalid_argument_message([&] { im2col_gpu(nullptr, 1, kConv1, p); }), "im2col_gpu: x is null"));
+  EXPECT_TRUE(contains(invalid_argument_message([&] { col2im_gpu(p, 1, ConvGeometry{1, 2, 2, 1, 5, 0, 1}, p); }),
+                       "larger than the padded input"));
+  EXPECT_TRUE(contains(invalid_argument_message([&] { conv_backward_bias_gpu(p, nullptr, 1, kConv1); }),
+                       "db is null"));
+}
+
+TEST(Stage05_Arguments, PoolFunctionsNameWhatIsWrong) {
+  float dummy[4] = {};
+  int index[4] = {};
+  EXPECT_TRUE(contains(invalid_argument_message([&] { maxpool_forward_gpu(dummy, dummy, nullptr, 1, {1, 4, 4, 2, 2, 0}); }),
+                       "argmax is null"));
+  EXPECT_TRUE(contains(invalid_argument_message([&] { maxpool_backward_gpu(dummy, index, dummy, 1, {1, 4, 4, 2, 2, 2}); }),
+                       "smaller than the window"));
+}
+
+TEST(Stage05_Arguments, UnrollNames) {
+  EXPECT_EQ(parse_unroll("image"), Unroll::Image);
+  EXPECT_EQ(parse_unroll("batch"), Unroll::Batch);
+  EXPECT_STREQ(unroll_name(Unroll::Batch), "batch");
+  EXPECT_TRUE(contains(invalid_argument_message([] { parse_unroll("rows"); }), "'rows'"));
+}
+
+// ---- the engine's bookkeeping ---------------------------------------------------------------------
+
+// Names and shapes of the parameters are those of stage 01's Network with stage
+// 02's layer factory: the tensors of every stage's model files.
+TEST(Stage05_Engine, ParametersAreNamedAndShapedAsInStage02) {
+  for (const std::string& spec : {named_model_spec("cnn"), named_model_spec("cnn-deep"), named_model_spec("mlp"),
+                                  std::string("conv4k5p2s2,tanh,pool3s2p1,conv6k1,flatten,fc12,sigmoid,fc10"),
+                                  std::string("flatten,fc10")}) {
+    const EngineConfig cfg = config(spec, {3, 20, 20}, 4);
+    const std::vector<NamedTensor> got = GpuCnnEngine::model_parameters(cfg);
+    const std::vector<NamedTensor> want = initial_parameters(cfg.arch, cfg.input, cfg.classes, 1, make_cnn_layer<float>);
+    ASSERT_EQ(got.size(), want.size()) << spec;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(got[i].name, want[i].name) << spec;
+      EXPECT_EQ(got[i].tensor.shape, want[i].tensor.shape) << spec << " " << want[i].name;
+    }
+  }
+}
+
+// Refused with a reason before any GPU memory is touched.
+TEST(Stage05_Engine, RefusesWhatItCannotRun) {
+  const EngineConfig cnn = config(named_model_spec("cnn"), {1, 28, 28}, 64);
+  EXPECT_TRUE(contains(invalid_argument_message([&] { GpuCnnEngine e(cnn, GpuCnnOptions{kGemmSingleBlock, Unroll::Batch, 1}); }),
+                       "use --kernel 2 or later"));
+  EXPECT_TRUE(contains(invalid_argument_message([&] { GpuCnnEngine e(cnn, GpuCnnOptions{9, Unroll::Batch, 1}); }), "kernel 9"));
+  EXPECT_TRUE(contains(invalid_argument_message([&] { GpuCnnEngine e(cnn, GpuCnnOptions{kBestGemm, Unroll::Batch, 0}); }),
+                       "--split-k"));
+  EngineConfig hinge = cnn;
+  hinge.loss = "hinge";
+  EXPECT_TRUE(contains(invalid_argument_message([&] { GpuCnnEngine e(hinge); }), "unknown loss 'hinge'"));
+  const EngineConfig too_small = config(named_model_spec("cnn"), {1, 3, 3}, 8);
+  EXPECT_FALSE(invalid_argument_message([&] { GpuCnnEngine e(too_small); }).empty());
+  std::vector<NamedTensor> wrong = GpuCnnEngine::model_parameters(cnn);
+  wrong[0].tensor = Tensor({16, 1, 5, 5});
+  EXPECT_TRUE(contains(invalid_argument_message([&] { GpuCnnEngine e(cnn, GpuCnnOptions{}, wrong); }), "expected conv1.weight"));
+}
+
+// --profile gives a row per layer, named as stage 02 names them, plus the
+// gather, the loss and the update; every conv row has a forward and a backward time.
+TEST(Stage05_Engine, ProfileHasARowPerLayer) {
+  SKIP_WITHOUT_GPU();
+  EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 16);
+  cfg.profile = true;
+  GpuCnnEngine engine(cfg);
+  engine.train_epoch(make_synthetic(48, {1, 28, 28}, 10, 3), 0, {});
+  const std::vector<LayerTime> times = engine.layer_times();
+  ASSERT_EQ(times.size(), cfg.arch.layers.size() + 3);
+  EXPECT_EQ(times[0].layer, "conv1 (conv16k3p1)");
+  EXPECT_EQ(times[2].layer, "pool1 (pool2)");
+  EXPECT_EQ(times[6].layer, "flatten1 (flatten)");
+  EXPECT_EQ(times.back().layer, "sgd update");
+  for (const LayerTime& t : times)
+    if (t.layer.rfind("conv", 0) == 0) {
+      EXPECT_GT(t.forward_ms, 0) << t.layer;
+      EXPECT_GT(t.backward_ms, 0) << t.layer;
+      EXPECT_EQ(t.calls, 3) << t.layer;
+    }
+}
+
+// Checkpoints carry the velocity: what get_optimizer_state() returns, set_optimizer_state() takes back.
+TEST(Stage05_Engine, OptimizerStateRoundTrips) {
+  SKIP_WITHOUT_GPU();
+  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 16);
+  GpuCnnEngine engine(cfg);
+  engine.train_epoch(make_synthetic(32, {1, 28, 28}, 10, 4), 0, {});
+  const std::vector<NamedTensor> state = engine.get_optimizer_state();
+  ASSERT_EQ(state[0].name, "conv1.weight.velocity");
+  GpuCnnEngine other(cfg);
+  other.set_optimizer_state(state);
+  const std::vector<NamedTensor> back = other.get_optimizer_state();
+  for (std::size_t i = 0; i < state.size(); ++i) EXPECT_EQ(back[i].tensor.data, state[i].tensor.data) << state[i].name;
+}
+
+// ---- split-K ----------------------------------------------------------------------------------------
+
+// Any split of K gives the product of one GEMM, to float rounding, and the same
+// split gives the same bits every time (the partials are added in a fixed order).
+TEST(Stage05_SplitK, MatchesOneGemmForAnySplit) {
+  SKIP_WITHOUT_GPU();
+  struct Shape {
+    int M, N, K;
+  };
+  SplitKGemm split(32);
+  for (const Shape s : {Shape{16, 9, 5000}, Shape{32, 144, 1030}, Shape{3, 5, 7}, Shape{70, 65, 2049}}) {
+    const std::vector<float> A = random_floats(static_cast<std::size_t>(s.K) * s.M, 101);
+    const std::vector<float> B = random_floats(static_cast<std::size_t>(s.K) * s.N, 102);
+    const DeviceBuffer<float> dA = on_device(A), dB = on_device(B);
+    DeviceBuffer<float> one = poisoned<float>(static_cast<std::size_t>(s.M) * s.N);
+    gemm(kBestGemm, true, false, s.M, s.N, s.K, 1.f, dA.get(), dB.get(), 0.f, one.get());
+    const std::vector<float> want = download(one);
+    for (int chunks : {1, 2, 3, 7, 32}) {
+      DeviceBuffer<float> partials = poisoned<float>(static_cast<std::size_t>(chunks) * s.M * s.N);
+      DeviceBuffer<float> C = poisoned<float>(want.size());
+      split.run(kBestGemm, s.M, s.N, s.K, dA.get(), dB.get(), C.get(), chunks, partials.get());
+      const std::vector<float> got = download(C);
+      EXPECT_TRUE(close("C = A^T B, " + std::to_string(s.M) + " x " + std::to_string(s.N) + " x " +
+                            std::to_string(s.K) + " in " + std::to_string(chunks) + " chunks",
+                        got, want, {s.M, s.N}, 1e-4 * std::sqrt(static_cast<double>(s.K)), 1e-4));
+      split.run(kBestGemm, s.M, s.N, s.K, dA.get(), dB.get(), C.get(), chunks, partials.get());
+      EXPECT_EQ(download(C), got) << "split-K is not repeatable with " << chunks << " chunks";
+    }
+  }
+  EXPECT_TRUE(contains(invalid_argument_message([&] {
+                         split.run(kBestGemm, 1, 1, 1, nullptr, nullptr, nullptr, 33, nullptr);
+                       }),
+                       "chunks must be in [1, 32]"));
+}
+
+// ---- the trainer ------------------------------------------------------------------------------------
+
+namespace {
+nlohmann::json run_stage05_trainer(std::vector<std::string> args, const GpuCnnOptions& options, int* exit_code) {
+  const std::string json_path = ::testing::TempDir() + "s05_trainer_test.json";
+  std::remove(json_path.c_str());
+  args.insert(args.begin(), "s05_train_solution");
+  for (const char* a : {"--json", json_path.c_str(), "--no-progress"}) args.push_back(a);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(&a[0]);
+  const StageInfo stage{"05_im2col_gemm", "Stage 05 (test)"};
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  *exit_code = run_trainer(static_cast<int>(argv.size()), argv.data(), stage, [&](const EngineConfig& cfg) {
+    return std::make_unique<GpuCnnEngine>(cfg, options);
+  });
+  const std::string out = ::testing::internal::GetCapturedStdout(), err = ::testing::internal::GetCapturedStderr();
+  std::ifstream in(json_path);
+  if (!in) {
+    ADD_FAILURE() << "the trainer wrote no JSON; its output:\n" << out << err;
+    return {};
+  }
+  return nlohmann::json::parse(in);
+}
+
+void expect_learns(const nlohmann::json& j, const std::string& what) {
+  ASSERT_EQ(j.at("status"), "ok") << what;
+  const auto& epochs = j.at("epochs");
+  ASSERT_EQ(epochs.size(), 3u) << what;
+  EXPECT_LT(epochs[2].at("loss").get<double>(), 0.7 * epochs[0].at("loss").get<double>()) << what << ": loss did not fall";
+  EXPECT_GT(epochs[2].at("test_accuracy").get<double>(), 0.6) << what << ": test accuracy stayed near chance";
+}
+}  // namespace
+
+TEST(Stage05_Trainer, CnnLearnsTheSyntheticSetWithEitherUnroll) {
+  SKIP_WITHOUT_GPU();
+  for (Unroll u : {Unroll::Batch, Unroll::Image}) {
+    int code = -1;
+    const auto j = run_stage05_trainer({"--model", "cnn", "--dataset", "synthetic", "--limit", "640", "--epochs", "3",
+                                        "--lr", "0.02", "--profile"},
+                                       {kBestGemm, u, kDefaultSplitK}, &code);
+    ASSERT_EQ(code, 0) << unroll_name(u);
+    expect_learns(j, std::string("unroll ") + unroll_name(u));
+    EXPECT_FALSE(j.at("profile").at("layers").empty());
+  }
+}

@@ -1,0 +1,139 @@
+// Task 5.9: the whole training step on the GPU. Twenty SGD steps of the GPU
+// engine and of stage 02's CPU engine, from the same weights on the same
+// batches (synthetic data, the same seed and so the same shuffled order), end
+// with the same parameters; so do the losses and the evaluation afterwards.
+//
+// Tolerances: parameters |gpu - cpu| <= 1e-4 + 1e-3 |cpu| per element; the
+// epoch's loss sum and the test loss to 1e-4 relative. The two engines add in
+// different orders, so every step differs by float rounding (~1e-7 relative),
+// which the following steps carry along: the parameters should agree to about
+// 1e-7. The bound leaves room for a max-pool window whose two largest values
+// are a rounding error apart and so pick different arg-maxes (one dy routed to
+// a neighbour moves a weight by about lr * |dy| ~ 5e-5); a wrong gradient
+// anywhere moves the parameters by lr * gradient * steps, of order 1e-2.
+//
+// The weights are drawn here rather than by he_init (Task 1.5), and the GPU
+// engine runs before the CPU one, so that on the exercise track these tests
+// fail on Task 5.9 itself.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "01_fc_softmax/cpu_engine.hpp"
+#include "02_conv_pool/cnn.hpp"
+#include "05_im2col_gemm/gpu_cnn_engine.hpp"
+#include "common/data.hpp"
+#include "stage05_support.hpp"
+
+using namespace course;
+using namespace course::s05test;
+
+namespace {
+constexpr double kParamAtol = 1e-4, kParamRtol = 1e-3, kLossRtol = 1e-4;
+constexpr int kSteps = 20;
+constexpr int kClasses = 10;
+
+EngineConfig config(const std::string& spec, Shape3 input, int batch, const std::string& loss = "cross-entropy") {
+  EngineConfig cfg;
+  cfg.arch = parse_arch(spec);
+  cfg.input = input;
+  cfg.classes = kClasses;
+  cfg.batch = batch;
+  cfg.lr = 0.05;
+  cfg.momentum = 0.9;
+  cfg.seed = 7;
+  cfg.loss = loss;
+  return cfg;
+}
+
+/// Weights uniform in +-1/sqrt(fan-in), biases in +-0.1.
+std::vector<NamedTensor> random_parameters(const EngineConfig& cfg, std::uint64_t seed) {
+  std::vector<NamedTensor> params = GpuCnnEngine::model_parameters(cfg);
+  Rng rng(seed, 11);
+  for (NamedTensor& p : params) {
+    const bool bias = p.tensor.shape.size() == 1;
+    const double a = bias ? 0.1 : 1.0 / std::sqrt(static_cast<double>(p.tensor.size() / p.tensor.shape[0]));
+    for (float& v : p.tensor.data) v = static_cast<float>(rng.uniform(-a, a));
+  }
+  return params;
+}
+
+/// `examples` synthetic examples make ceil(examples / batch) = kSteps steps; the test set is another draw.
+void check_against_stage02(const std::string& spec, Shape3 input, int batch, int examples, const GpuCnnOptions& options,
+                           const std::string& loss = "cross-entropy") {
+  const std::string context = spec + " on " + input.str() + ", batch " + std::to_string(batch) + ", " +
+                              gemm_kernel_name(options.gemm_kernel) + ", unroll " + unroll_name(options.unroll);
+  const EngineConfig cfg = config(spec, input, batch, loss);
+  const Dataset train = make_synthetic(examples, input, kClasses, 91);
+  const Dataset test = make_synthetic(100, input, kClasses, 92);
+  const std::vector<NamedTensor> initial = random_parameters(cfg, 93);
+
+  GpuCnnEngine gpu(cfg, options, initial);
+  const EpochStats gpu_train = gpu.train_epoch(train, 0, {});
+  std::vector<int> gpu_predictions;
+  const EpochStats gpu_test = gpu.evaluate(test, &gpu_predictions);
+  const std::vector<NamedTensor> got = gpu.get_parameters();
+
+  CpuEngine cpu(cfg, make_cnn_layer<float>);
+  cpu.set_parameters(initial);
+  const EpochStats cpu_train = cpu.train_epoch(train, 0, {});
+  std::vector<int> cpu_predictions;
+  const EpochStats cpu_test = cpu.evaluate(test, &cpu_predictions);
+  const std::vector<NamedTensor> want = cpu.get_parameters();
+
+  ASSERT_EQ(gpu_train.seen, cpu_train.seen) << context;
+  EXPECT_NEAR(gpu_train.loss_sum, cpu_train.loss_sum, kLossRtol * cpu_train.loss_sum) << context << ": training loss";
+  EXPECT_NEAR(gpu_test.loss_sum, cpu_test.loss_sum, kLossRtol * cpu_test.loss_sum) << context << ": test loss";
+  int differ = 0;
+  for (std::size_t i = 0; i < cpu_predictions.size(); ++i) differ += gpu_predictions.at(i) != cpu_predictions[i];
+  EXPECT_LE(differ, 1) << context << ": predictions of the test set differ (a near-tie may flip one)";
+  ASSERT_EQ(got.size(), want.size()) << context;
+  bool moved = false;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(got[i].name, want[i].name) << context;
+    EXPECT_TRUE(close(context + ", " + want[i].name + " after " + std::to_string(kSteps) + " steps", got[i].tensor.data,
+                      want[i].tensor.data, want[i].tensor.shape, kParamAtol, kParamRtol));
+    for (std::size_t j = 0; j < want[i].tensor.size(); ++j)
+      moved = moved || std::fabs(want[i].tensor.data[j] - initial[i].tensor.data[j]) > 10 * kParamAtol;
+  }
+  EXPECT_TRUE(moved) << context << ": the parameters hardly moved, so the comparison proves little";
+}
+
+std::vector<GpuCnnOptions> every_variant() {
+  return {{kBestGemm, Unroll::Batch, kDefaultSplitK}, {kBestGemm, Unroll::Image, kDefaultSplitK},
+          {kGemmCublas, Unroll::Batch, kDefaultSplitK}, {kGemmCublas, Unroll::Image, kDefaultSplitK}};
+}
+}  // namespace
+
+// The course's `cnn` on Fashion-MNIST-shaped input, every GEMM and unroll variant.
+// At batch 32 conv1's weight gradient sums 25088 rows: 25 split-K chunks.
+TEST(Task5_9_GpuCnnEngine, CnnMatchesStage02AfterTwentySteps) {
+  SKIP_WITHOUT_GPU();
+  for (const GpuCnnOptions& o : every_variant())
+    check_against_stage02(named_model_spec("cnn"), {1, 28, 28}, 32, kSteps * 32, o);
+}
+
+// Strided convolution, overlapping pooling, padding, a last batch of 5 and mean squared error.
+TEST(Task5_9_GpuCnnEngine, SmallCnnWithStridesOverlapsAndAShortLastBatch) {
+  SKIP_WITHOUT_GPU();
+  const std::string spec = "conv4k3p1,relu,pool2,conv6k3p1s2,tanh,pool2s1,flatten,fc16,relu,fc10";
+  for (const GpuCnnOptions& o : every_variant()) {
+    check_against_stage02(spec, {1, 12, 12}, 8, (kSteps - 1) * 8 + 5, o);
+    check_against_stage02(spec, {1, 12, 12}, 8, kSteps * 8, o, "mse");
+  }
+}
+
+// `cnn-deep` on CIFAR-shaped input: three channels in, three conv blocks.
+TEST(Task5_9_GpuCnnEngine, CnnDeepOnThreeChannelsMatchesStage02) {
+  SKIP_WITHOUT_GPU();
+  check_against_stage02(named_model_spec("cnn-deep"), {3, 32, 32}, 8, kSteps * 8, {});
+  check_against_stage02(named_model_spec("cnn-deep"), {3, 32, 32}, 8, kSteps * 8, {kGemmCublas, Unroll::Batch, 1});
+}
+
+// The MLP runs through the same engine on stage 04's dense kernels.
+TEST(Task5_9_GpuCnnEngine, MlpMatchesStage02AfterTwentySteps) {
+  SKIP_WITHOUT_GPU();
+  check_against_stage02(named_model_spec("mlp"), {1, 28, 28}, 16, kSteps * 16, {});
+}
