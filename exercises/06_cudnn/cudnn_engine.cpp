@@ -1,0 +1,584 @@
+/// @file cudnn_engine.cpp
+/// @brief Stage 06: the cuDNN engine: plans per batch size, the training step, the graph, the profile (glue, not a task).
+#include "06_cudnn/cudnn_engine.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+
+#include "01_fc_softmax/network.hpp"
+#include "02_conv_pool/cnn.hpp"
+#include "02_conv_pool/layers.hpp"
+#include "04_cuda_matmul/mlp_kernels.hpp"
+#include "06_cudnn/loss_cudnn.hpp"
+#include "common/cudnn_check.hpp"
+#include "common/model_file.hpp"
+#include "common/rng.hpp"
+
+namespace course {
+
+namespace {
+
+/// Which conv algorithms were measured, per shape, for the whole process: a
+/// shape is measured once, however many engines (tests, benchmarks) meet it,
+/// and two engines of one model run the very same algorithms.
+std::map<std::string, ConvAlgorithms>& measured_algorithms() {
+  static std::map<std::string, ConvAlgorithms> cache;
+  return cache;
+}
+
+std::string shape_key(const ConvGeometry& g, int B) {
+  return std::to_string(B) + "|" + std::to_string(g.C_in) + "x" + std::to_string(g.H) + "x" + std::to_string(g.W) +
+         "|" + std::to_string(g.C_out) + "k" + std::to_string(g.K) + "p" + std::to_string(g.P) + "s" +
+         std::to_string(g.S);
+}
+
+/// Tells one data set from another cheaply: its size, every label and 4096 evenly spaced pixel values.
+std::uint64_t fingerprint(const Dataset& d) {
+  const int n = d.size();
+  std::uint64_t h = fnv1a64(&n, sizeof n);
+  if (!d.labels.empty()) h = fnv1a64(d.labels.data(), d.labels.size() * sizeof(int), h);
+  const std::size_t values = d.images.size(), samples = std::min<std::size_t>(values, 4096);
+  for (std::size_t s = 0; s < samples; ++s) h = fnv1a64(&d.images[s * values / samples], sizeof(float), h);
+  return h;
+}
+
+}  // namespace
+
+EngineConfig CudnnEngine::checked(const EngineConfig& cfg) {
+  if (cfg.loss != "cross-entropy" && cfg.loss != "mse")
+    throw std::invalid_argument("unknown loss '" + cfg.loss + "' (stage 06 has cross-entropy and mse)");
+  if (cfg.batch < 1) throw std::invalid_argument("batch size must be at least 1, got " + std::to_string(cfg.batch));
+  if (cfg.classes < 1) throw std::invalid_argument("classes must be at least 1, got " + std::to_string(cfg.classes));
+  layer_shapes(cfg.arch, cfg.input, cfg.classes);  // throws std::invalid_argument naming the layer that does not fit
+  return cfg;
+}
+
+CudnnEngine::CudnnEngine(const EngineConfig& cfg, bool use_graph, const std::vector<NamedTensor>& initial)
+    : cfg_(checked(cfg)), use_graph_(use_graph) {
+  // ---- the layers, their names and the parameter layout, from stages 01 and 02's
+  // Network (built on the host for its bookkeeping only).
+  Network<float> net(cfg_.arch, cfg_.input, cfg_.classes, make_cnn_layer<float>);
+  std::size_t offset = 0;
+  Shape3 in = cfg_.input;
+  for (std::size_t i = 0; i < net.layers().size(); ++i) {
+    const auto& layer = *net.layers()[i];
+    Layer l;
+    l.kind = cfg_.arch.layers[i].kind;
+    l.name = layer.name() + " (" + layer.token() + ")";
+    l.in = in;
+    l.out = layer.out_shape();
+    if (const auto* conv = dynamic_cast<const Conv2dLayer<float>*>(&layer)) l.conv = conv->geometry();
+    if (const auto* pool = dynamic_cast<const MaxPoolLayer<float>*>(&layer)) l.pool = pool->geometry();
+    if (l.kind == LayerKind::Conv || l.kind == LayerKind::Dense) {
+      auto* mutable_layer = net.layers()[i].get();
+      const auto ps = mutable_layer->params();  // weight, then bias
+      l.weight = offset;
+      l.bias = offset + ps[0]->value.size();
+      offset = l.bias + ps[1]->value.size();
+    }
+    if (l.kind == LayerKind::Activation) {
+      l.act = cfg_.arch.layers[i].act;
+      cudnnActivationMode_t mode{};
+      l.act_on_cudnn = cudnn_activation_mode(l.act, &mode);
+      if (l.act_on_cudnn) {
+        l.act_desc = std::make_unique<ActivationDescriptor>();
+        describe_activation(*l.act_desc, mode);
+      }
+    }
+    times_.push_back({l.name, 0, 0, 0});
+    layers_.push_back(std::move(l));
+    in = layer.out_shape();
+  }
+  for (Param<float>* p : net.params()) {
+    param_names_.push_back(p->name);
+    param_shapes_.push_back(p->value.shape);
+  }
+  gather_row_ = times_.size();
+  times_.push_back({"batch gather", 0, 0, 0});
+  loss_row_ = times_.size();
+  times_.push_back({"loss (" + cfg_.loss + ")", 0, 0, 0});
+  sgd_row_ = times_.size();
+  times_.push_back({"sgd update", 0, 0, 0});
+
+  const std::vector<float> flat = flatten_checked(
+      initial.empty() ? initial_parameters(cfg_.arch, cfg_.input, cfg_.classes, cfg_.seed, make_cnn_layer<float>)
+                      : initial,
+      "");
+
+  // ---- device memory, all of it now: nothing is allocated while training
+  params_.upload(flat);
+  grads_.resize(flat.size());
+  velocity_.resize(flat.size());
+  if (!flat.empty()) {
+    CUDA_CHECK(cudaMemset(grads_.get(), 0, flat.size() * sizeof(float)));
+    CUDA_CHECK(cudaMemset(velocity_.get(), 0, flat.size() * sizeof(float)));
+  }
+  const std::size_t batch = static_cast<std::size_t>(cfg_.batch);
+  const std::size_t L = layers_.size();
+  act_buf_.resize(L + 1);
+  delta_buf_.resize(L + 1);
+  x_of_.assign(L + 1, nullptr);
+  dy_of_.assign(L + 1, nullptr);
+  act_buf_[0].resize(batch * static_cast<std::size_t>(cfg_.input.size()));
+  for (std::size_t i = 0; i < L; ++i) {
+    if (layers_[i].kind == LayerKind::Flatten) continue;  // flatten reuses its input's bytes
+    act_buf_[i + 1].resize(batch * static_cast<std::size_t>(layers_[i].out.size()));
+    if (i >= 1) delta_buf_[i].resize(batch * static_cast<std::size_t>(layers_[i].in.size()));
+  }
+  delta_buf_[L].resize(batch * static_cast<std::size_t>(cfg_.classes));
+  log_probs_.resize(batch * static_cast<std::size_t>(cfg_.classes));
+  batch_labels_.resize(batch);
+  step_.resize(1);
+  for (auto* sum : {&loss_sum_, &eval_loss_sum_, &scratch_loss_sum_}) sum->resize(1);
+  for (auto* count : {&correct_, &eval_correct_, &scratch_correct_}) count->resize(1);
+  if (cfg_.profile) {
+    sections_.resize(2 * times_.size());
+    for (Section& s : sections_) {
+      CUDA_CHECK(cudaEventCreate(&s.start));
+      CUDA_CHECK(cudaEventCreate(&s.stop));
+    }
+  }
+  plan_for(cfg_.batch);  // descriptors and algorithms of the full batch, before any timing
+}
+
+CudnnEngine::~CudnnEngine() {
+  cudaStreamSynchronize(stream());  // nothing may still use what is about to be freed
+  for (Section& s : sections_) {
+    if (s.start) cudaEventDestroy(s.start);
+    if (s.stop) cudaEventDestroy(s.stop);
+  }
+}
+
+std::string CudnnEngine::device() const { return gpu_name(); }
+
+// ---- plans: descriptors and algorithms per batch size ------------------------------
+
+const CudnnEngine::BatchPlan& CudnnEngine::plan_for(int B) {
+  auto found = plans_.find(B);
+  if (found != plans_.end()) return *found->second;
+  auto plan = std::make_unique<BatchPlan>();
+  plan->B = B;
+  plan->layers.resize(layers_.size());
+  std::vector<ConvAlgorithms> convs;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = layers_[i];
+    LayerPlan& lp = plan->layers[i];
+    switch (l.kind) {
+      case LayerKind::Conv: {
+        lp.conv = std::make_unique<ConvDescriptors>();
+        describe_conv(*lp.conv, l.conv, B);
+        auto& cache = measured_algorithms();
+        const std::string key = shape_key(l.conv, B);
+        auto hit = cache.find(key);
+        if (hit == cache.end()) {
+          hit = cache.emplace(key, choose_conv_algorithms(handles(), *lp.conv)).first;
+        } else {
+          // The measured algorithms ran with the math type of their result: set it here too.
+          CUDNN_CHECK(cudnnSetConvolutionMathType(lp.conv->conv, CUDNN_FMA_MATH));
+        }
+        lp.algos = hit->second;
+        convs.push_back(lp.algos);
+        break;
+      }
+      case LayerKind::MaxPool:
+        lp.pool = std::make_unique<PoolDescriptors>();
+        describe_pool(*lp.pool, l.pool, B);
+        break;
+      case LayerKind::Activation:
+        if (l.act_on_cudnn) {
+          lp.act = std::make_unique<TensorDescriptor>();
+          set_nchw(*lp.act, B, l.out.c, l.out.h, l.out.w);
+        }
+        break;
+      case LayerKind::Dense:
+        lp.dense = std::make_unique<DenseDescriptors>();
+        set_nchw(lp.dense->y, B, l.out.c, 1, 1);
+        set_nchw(lp.dense->bias, 1, l.out.c, 1, 1);
+        break;
+      case LayerKind::Flatten:
+        break;
+    }
+  }
+  set_nchw(plan->logits, B, cfg_.classes, 1, 1);
+  plan->workspace_bytes = shared_workspace_bytes(convs);
+  if (plan->workspace_bytes > workspace_.size()) {
+    graph_.reset();  // the captured step points into the old workspace
+    CUDA_CHECK(cudaStreamSynchronize(stream()));
+    workspace_.resize(plan->workspace_bytes);
+  }
+  return *plans_.emplace(B, std::move(plan)).first->second;
+}
+
+// ---- data ---------------------------------------------------------------------------
+
+const CudnnEngine::DeviceData& CudnnEngine::on_device(const Dataset& data, DeviceData& slot) {
+  if (data.shape.size() != cfg_.input.size())
+    throw std::invalid_argument("data set '" + data.name + "' has examples of " + data.shape.str() +
+                                " but the model was built for " + cfg_.input.str());
+  if (data.images.size() != static_cast<std::size_t>(data.size()) * static_cast<std::size_t>(data.shape.size()))
+    throw std::invalid_argument("data set '" + data.name + "' holds " + std::to_string(data.images.size()) +
+                                " values for " + std::to_string(data.size()) + " examples of " + data.shape.str());
+  const std::uint64_t fp = fingerprint(data);
+  if (slot.size == data.size() && slot.fingerprint == fp) return slot;
+  for (int i = 0; i < data.size(); ++i) {
+    const int y = data.labels[static_cast<std::size_t>(i)];
+    if (y < 0 || y >= cfg_.classes)
+      throw std::invalid_argument("data set '" + data.name + "': label " + std::to_string(y) + " of example " +
+                                  std::to_string(i) + " is outside [0, " + std::to_string(cfg_.classes) + ")");
+  }
+  slot.size = -1;  // until the upload has succeeded
+  CUDA_CHECK(cudaStreamSynchronize(stream()));  // queued steps may still read the old copy
+  if (data.size() > 0) {
+    slot.images.upload(data.images);
+    slot.labels.upload(data.labels);
+  }
+  slot.size = data.size();
+  slot.fingerprint = fp;
+  return slot;
+}
+
+// ---- forward, loss, backward ----------------------------------------------------------
+
+template <typename Work>
+void CudnnEngine::timed(std::size_t row, Pass pass, Work&& work) {
+  if (!recording_) {
+    work();
+    return;
+  }
+  Section& s = sections_[2 * row + (pass == Pass::Forward ? 0 : 1)];
+  CUDA_CHECK(cudaEventRecord(s.start, stream()));
+  work();
+  CUDA_CHECK(cudaEventRecord(s.stop, stream()));
+  s.pending = true;
+}
+
+const float* CudnnEngine::forward(const float* x, const BatchPlan& plan) {
+  const GpuHandles& h = handles();
+  const int B = plan.B;
+  x_of_[0] = x;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = layers_[i];
+    const LayerPlan& lp = plan.layers[i];
+    const float* in = x_of_[i];
+    if (l.kind == LayerKind::Flatten) {  // the same bytes, read as [B, C*H*W]
+      x_of_[i + 1] = in;
+      continue;
+    }
+    float* out = act_buf_[i + 1].get();
+    timed(i, Pass::Forward, [&] {
+      switch (l.kind) {
+        case LayerKind::Conv:
+          conv_forward_cudnn(h, *lp.conv, lp.algos, workspace(), in, params_.get() + l.weight, params_.get() + l.bias,
+                             out);
+          break;
+        case LayerKind::MaxPool: maxpool_forward_cudnn(h, *lp.pool, in, out); break;
+        case LayerKind::Activation:
+          if (l.act_on_cudnn)
+            activation_forward_cudnn(h, *l.act_desc, *lp.act, in, out);
+          else
+            activation_forward_gpu(l.act, in, out, B * l.out.size(), stream());
+          break;
+        case LayerKind::Dense:
+          dense_forward_cublas(h, *lp.dense, in, params_.get() + l.weight, params_.get() + l.bias, out, B,
+                               static_cast<int>(l.in.size()), l.out.c);
+          break;
+        case LayerKind::Flatten: break;
+      }
+    });
+    x_of_[i + 1] = out;
+  }
+  return x_of_.back();
+}
+
+void CudnnEngine::backward(const BatchPlan& plan) {
+  const GpuHandles& h = handles();
+  const int B = plan.B;
+  dy_of_.back() = delta_buf_.back().get();
+  for (std::size_t i = layers_.size(); i-- > 0;) {
+    const Layer& l = layers_[i];
+    const LayerPlan& lp = plan.layers[i];
+    const float* dy = dy_of_[i + 1];
+    if (l.kind == LayerKind::Flatten) {
+      dy_of_[i] = dy;
+      continue;
+    }
+    float* dx = i == 0 ? nullptr : delta_buf_[i].get();  // training never needs dL/dinput
+    const float* x = x_of_[i];
+    const float* y = x_of_[i + 1];
+    timed(i, Pass::Backward, [&] {
+      switch (l.kind) {
+        case LayerKind::Conv:
+          conv_backward_cudnn(h, *lp.conv, lp.algos, workspace(), x, params_.get() + l.weight, dy,
+                              grads_.get() + l.weight, grads_.get() + l.bias, dx);
+          break;
+        case LayerKind::MaxPool:
+          if (dx != nullptr) maxpool_backward_cudnn(h, *lp.pool, x, y, dy, dx);
+          break;
+        case LayerKind::Activation:
+          if (dx == nullptr) break;
+          if (l.act_on_cudnn)
+            activation_backward_cudnn(h, *l.act_desc, *lp.act, x, y, dy, dx);
+          else
+            activation_backward_gpu(l.act, x, y, dy, dx, B * l.out.size(), stream());
+          break;
+        case LayerKind::Dense:
+          dense_backward_cublas(h, *lp.dense, x, params_.get() + l.weight, dy, grads_.get() + l.weight,
+                                grads_.get() + l.bias, dx, B, static_cast<int>(l.in.size()), l.out.c);
+          break;
+        case LayerKind::Flatten: break;
+      }
+    });
+    dy_of_[i] = dx;
+  }
+}
+
+void CudnnEngine::loss(const BatchPlan& plan, const float* logits, const int* labels, float* dlogits,
+                       double* loss_sum, unsigned long long* correct, int* predictions) {
+  if (cfg_.loss == "mse") {
+    mse_gpu(logits, labels, plan.B, cfg_.classes, dlogits, loss_sum, correct, predictions, stream());
+  } else {
+    log_softmax_cudnn(handles(), plan.logits, logits, log_probs_.get());
+    nll_from_log_softmax_gpu(log_probs_.get(), labels, plan.B, cfg_.classes, dlogits, loss_sum, correct, predictions,
+                             stream());
+  }
+}
+
+// ---- the training step ------------------------------------------------------------------
+
+void CudnnEngine::queue_step(const BatchPlan& plan, double* loss_sum, unsigned long long* correct, bool update) {
+  const DeviceData& data = *epoch_data_;
+  const long D = cfg_.input.size();
+  timed(gather_row_, Pass::Forward, [&] {
+    gather_batch_at_step_gpu(data.images.get(), data.labels.get(), order_.get(), step_.get(), cfg_.batch, plan.B, D,
+                             act_buf_[0].get(), batch_labels_.get(), stream());
+  });
+  const float* logits = forward(act_buf_[0].get(), plan);
+  timed(loss_row_, Pass::Forward,
+        [&] { loss(plan, logits, batch_labels_.get(), delta_buf_.back().get(), loss_sum, correct, nullptr); });
+  backward(plan);
+  if (!update) return;
+  timed(sgd_row_, Pass::Backward, [&] {
+    sgd_update_gpu(params_.get(), grads_.get(), velocity_.get(), static_cast<long>(params_.size()),
+                   static_cast<float>(cfg_.lr), static_cast<float>(cfg_.momentum), stream());
+    advance_step_gpu(step_.get(), stream());
+  });
+}
+
+CudnnEngine::GraphKey CudnnEngine::graph_key() {
+  return {epoch_data_->images.get(), epoch_data_->labels.get(), order_.get(), workspace_.get(), cfg_.lr};
+}
+
+void CudnnEngine::run_captured(const BatchPlan& plan) {
+  const GraphKey key = graph_key();
+  if (!graph_.ready() || !(key == graph_key_)) {
+    if (!warmed_up_) {
+      // One uncaptured pass first (no update, sums to scratch, the step counter
+      // untouched), so every library call has done its one-time setup (loading
+      // kernels, building plans) outside the capture, where that is allowed.
+      queue_step(plan, scratch_loss_sum_.get(), scratch_correct_.get(), /*update=*/false);
+      CUDA_CHECK(cudaStreamSynchronize(stream()));
+      warmed_up_ = true;
+    }
+    try {
+      graph_.capture(stream(), [&] { queue_step(plan, loss_sum_.get(), correct_.get(), /*update=*/true); });
+    } catch (const GpuError& e) {
+      std::cerr << "warning: capturing the training step as a CUDA graph failed (" << e.what()
+                << "); stage 06 goes on without the graph\n";
+      use_graph_ = false;
+      queue_step(plan, loss_sum_.get(), correct_.get(), /*update=*/true);
+      return;
+    }
+    graph_key_ = key;
+  }
+  graph_.replay(stream());
+  ++graph_replays_;
+}
+
+// ---- epochs -------------------------------------------------------------------------------
+
+void CudnnEngine::zero(double* loss_sum, unsigned long long* correct) {
+  CUDA_CHECK(cudaMemsetAsync(loss_sum, 0, sizeof(double), stream()));
+  CUDA_CHECK(cudaMemsetAsync(correct, 0, sizeof(unsigned long long), stream()));
+}
+
+EpochStats CudnnEngine::read_sums(const double* loss_sum, const unsigned long long* correct, long seen) {
+  EpochStats stats;
+  unsigned long long count = 0;
+  CUDA_CHECK(cudaMemcpyAsync(&stats.loss_sum, loss_sum, sizeof(double), cudaMemcpyDeviceToHost, stream()));
+  CUDA_CHECK(cudaMemcpyAsync(&count, correct, sizeof count, cudaMemcpyDeviceToHost, stream()));
+  CUDA_CHECK(cudaStreamSynchronize(stream()));  // the one wait of the epoch
+  stats.correct = static_cast<long>(count);
+  stats.seen = seen;
+  return stats;
+}
+
+void CudnnEngine::begin_epoch(const Dataset& train, int epoch) {
+  epoch_data_ = &on_device(train, train_data_);
+  epoch_size_ = train.size();
+  next_batch_ = 0;
+  if (epoch_size_ > 0) {
+    const std::vector<int> order = epoch_order(epoch_size_, cfg_.seed, epoch);
+    CUDA_CHECK(cudaStreamSynchronize(stream()));  // the last epoch's steps may still read the old order
+    order_.upload(order);                         // same size, same buffer: a captured step stays valid
+  }
+  CUDA_CHECK(cudaMemsetAsync(step_.get(), 0, sizeof(int), stream()));
+  zero(loss_sum_.get(), correct_.get());
+  // Every batch size of the epoch is prepared now, outside the steps: the full
+  // batches and, when the set does not divide evenly, the last one.
+  if (epoch_size_ > 0) {
+    plan_for(std::min(cfg_.batch, epoch_size_));
+    if (epoch_size_ % cfg_.batch != 0) plan_for(epoch_size_ % cfg_.batch);
+  }
+}
+
+int CudnnEngine::num_batches() const { return (epoch_size_ + cfg_.batch - 1) / cfg_.batch; }
+
+void CudnnEngine::train_batch(int b) {
+  if (epoch_data_ == nullptr) throw std::logic_error("CudnnEngine::train_batch before begin_epoch");
+  if (b != next_batch_)
+    throw std::logic_error("CudnnEngine::train_batch(" + std::to_string(b) +
+                           "): the batches of an epoch run in order (the step counter is on the device); next is " +
+                           std::to_string(next_batch_) + " of " + std::to_string(num_batches()));
+  const int first = b * cfg_.batch;
+  const int B = std::min(cfg_.batch, epoch_size_ - first);
+  const BatchPlan& plan = plan_for(B);
+  recording_ = cfg_.profile;  // only training steps are profiled
+  if (graph_enabled() && B == cfg_.batch)
+    run_captured(plan);
+  else
+    queue_step(plan, loss_sum_.get(), correct_.get(), /*update=*/true);
+  if (recording_) collect_times();
+  recording_ = false;
+  ++next_batch_;
+}
+
+EpochStats CudnnEngine::end_epoch() {
+  const EpochStats stats = read_sums(loss_sum_.get(), correct_.get(), epoch_size_);
+  epoch_data_ = nullptr;
+  return stats;
+}
+
+EpochStats CudnnEngine::train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) {
+  begin_epoch(train, epoch);
+  const int batches = num_batches();
+  for (int b = 0; b < batches; ++b) {
+    train_batch(b);
+    if (on_batch) on_batch(std::min(static_cast<long>(b + 1) * cfg_.batch, static_cast<long>(epoch_size_)), std::nan(""));
+  }
+  return end_epoch();
+}
+
+EpochStats CudnnEngine::evaluate(const Dataset& data, std::vector<int>* predictions) {
+  const DeviceData& d = on_device(data, eval_data_);
+  const int n = data.size();
+  const long D = cfg_.input.size();
+  predictions_.resize(static_cast<std::size_t>(std::max(n, 1)));
+  zero(eval_loss_sum_.get(), eval_correct_.get());
+  for (int first = 0; first < n; first += cfg_.batch) {
+    const int B = std::min(cfg_.batch, n - first);
+    const BatchPlan& plan = plan_for(B);
+    const float* logits = forward(d.images.get() + static_cast<long>(first) * D, plan);
+    loss(plan, logits, d.labels.get() + first, nullptr, eval_loss_sum_.get(), eval_correct_.get(),
+         predictions_.get() + first);
+  }
+  const EpochStats stats = read_sums(eval_loss_sum_.get(), eval_correct_.get(), n);
+  if (predictions) {
+    predictions->assign(static_cast<std::size_t>(n), 0);
+    if (n > 0)
+      CUDA_CHECK(cudaMemcpy(predictions->data(), predictions_.get(), static_cast<std::size_t>(n) * sizeof(int),
+                            cudaMemcpyDeviceToHost));
+  }
+  return stats;
+}
+
+// ---- parameters ---------------------------------------------------------------------------
+
+std::vector<float> CudnnEngine::flatten_checked(const std::vector<NamedTensor>& params,
+                                                const std::string& suffix) const {
+  if (params.size() != param_names_.size())
+    throw std::invalid_argument("expected " + std::to_string(param_names_.size()) + " tensors, got " +
+                                std::to_string(params.size()));
+  std::vector<float> flat;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const std::string name = param_names_[i] + suffix;
+    if (params[i].name != name || params[i].tensor.shape != param_shapes_[i] ||
+        params[i].tensor.data.size() != Tensor::count(param_shapes_[i]))
+      throw std::invalid_argument("tensor " + std::to_string(i) + " is " + params[i].name + " " +
+                                  params[i].tensor.shape_str() + ", expected " + name + " " +
+                                  Tensor::shape_to_string(param_shapes_[i]));
+    flat.insert(flat.end(), params[i].tensor.data.begin(), params[i].tensor.data.end());
+  }
+  return flat;
+}
+
+std::vector<NamedTensor> CudnnEngine::split(const DeviceBuffer<float>& flat_buffer, const std::string& suffix) {
+  CUDA_CHECK(cudaStreamSynchronize(stream()));  // the last SGD update must have landed
+  const std::vector<float> flat = flat_buffer.download();
+  std::vector<NamedTensor> out;
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < param_names_.size(); ++i) {
+    Tensor t(param_shapes_[i]);
+    std::copy(flat.begin() + static_cast<long>(offset), flat.begin() + static_cast<long>(offset + t.size()),
+              t.data.begin());
+    offset += t.size();
+    out.push_back({param_names_[i] + suffix, std::move(t)});
+  }
+  return out;
+}
+
+std::vector<NamedTensor> CudnnEngine::get_parameters() { return split(params_, ""); }
+
+void CudnnEngine::set_parameters(const std::vector<NamedTensor>& params) {
+  const std::vector<float> flat = flatten_checked(params, "");
+  CUDA_CHECK(cudaStreamSynchronize(stream()));
+  params_.upload(flat.data(), flat.size());
+}
+
+std::vector<NamedTensor> CudnnEngine::get_optimizer_state() { return split(velocity_, ".velocity"); }
+
+void CudnnEngine::set_optimizer_state(const std::vector<NamedTensor>& state) {
+  const std::vector<float> flat = flatten_checked(state, ".velocity");
+  CUDA_CHECK(cudaStreamSynchronize(stream()));
+  velocity_.upload(flat.data(), flat.size());
+}
+
+// ---- reports --------------------------------------------------------------------------------
+
+std::string CudnnEngine::algorithm_report() {
+  const BatchPlan& plan = plan_for(cfg_.batch);
+  std::string out;
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    if (layers_[i].kind == LayerKind::Conv)
+      out += layers_[i].name + ", batch " + std::to_string(cfg_.batch) + ": " + describe(plan.layers[i].algos) + "\n";
+  out += "shared cuDNN workspace: " + std::to_string(workspace_.size()) + " bytes\n";
+  return out;
+}
+
+void CudnnEngine::collect_times() {
+  std::vector<bool> touched(times_.size(), false);
+  for (std::size_t i = 0; i < sections_.size(); ++i) {
+    Section& s = sections_[i];
+    if (!s.pending) continue;
+    CUDA_CHECK(cudaEventSynchronize(s.stop));
+    float ms = 0.f;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, s.start, s.stop));
+    LayerTime& t = times_[i / 2];
+    (i % 2 == 0 ? t.forward_ms : t.backward_ms) += ms;
+    touched[i / 2] = true;
+    s.pending = false;
+  }
+  for (std::size_t r = 0; r < times_.size(); ++r)
+    if (touched[r]) ++times_[r].calls;
+}
+
+void CudnnEngine::reset_layer_times() {
+  for (LayerTime& t : times_) {
+    t.forward_ms = t.backward_ms = 0;
+    t.calls = 0;
+  }
+}
+
+}  // namespace course

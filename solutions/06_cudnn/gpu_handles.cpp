@@ -1,0 +1,44 @@
+/// @file gpu_handles.cpp
+/// @brief Stage 06 (Task 6.1): creating the handles and binding them to our stream.
+#include "06_cudnn/gpu_handles.hpp"
+
+#include "common/cuda_check.hpp"
+#include "common/cudnn_check.hpp"
+#include "common/not_implemented.hpp"
+
+namespace course {
+
+GpuHandles create_gpu_handles() {
+  GpuHandles h;
+  try {
+    // BEGIN Task 6.1: create a stream, a cuDNN handle and a cuBLAS handle; bind both handles to the stream; cuBLAS in plain FP32 math with a workspace of kCublasWorkspaceBytes
+    // HINT: cudaStreamCreate, cudnnCreate + cudnnSetStream, cublasCreate + cublasSetStream + cublasSetMathMode(CUBLAS_DEFAULT_MATH).
+    // HINT: cudaMalloc the workspace into h.cublas_workspace, then cublasSetWorkspace; check every call (CUDA_CHECK, CUDNN_CHECK, CUBLAS_CHECK).
+    CUDA_CHECK(cudaStreamCreate(&h.stream));
+    CUDNN_CHECK(cudnnCreate(&h.cudnn));
+    CUDNN_CHECK(cudnnSetStream(h.cudnn, h.stream));
+    CUBLAS_CHECK(cublasCreate(&h.cublas));
+    CUBLAS_CHECK(cublasSetStream(h.cublas, h.stream));
+    // CUBLAS_DEFAULT_MATH keeps SGEMM in FP32; CUBLAS_TF32_TENSOR_OP_MATH would round
+    // its inputs to 10-bit mantissas on the tensor cores.
+    CUBLAS_CHECK(cublasSetMathMode(h.cublas, CUBLAS_DEFAULT_MATH));
+    CUDA_CHECK(cudaMalloc(&h.cublas_workspace, kCublasWorkspaceBytes));
+    CUBLAS_CHECK(cublasSetWorkspace(h.cublas, h.cublas_workspace, kCublasWorkspaceBytes));
+    // END Task 6.1
+  } catch (...) {
+    destroy_gpu_handles(h);  // what was made before the failing call
+    throw;
+  }
+  return h;
+}
+
+void destroy_gpu_handles(GpuHandles& h) noexcept {
+  // Errors are ignored here: this runs on the way out, also after a failure.
+  if (h.cublas) cublasDestroy(h.cublas);
+  if (h.cudnn) cudnnDestroy(h.cudnn);
+  if (h.cublas_workspace) cudaFree(h.cublas_workspace);
+  if (h.stream) cudaStreamDestroy(h.stream);
+  h = GpuHandles{};
+}
+
+}  // namespace course

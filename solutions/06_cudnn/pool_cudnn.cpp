@@ -1,0 +1,26 @@
+/// @file pool_cudnn.cpp
+/// @brief Stage 06 (Task 6.6): cudnnPoolingForward and cudnnPoolingBackward.
+#include "06_cudnn/pool_cudnn.hpp"
+
+#include "common/cudnn_check.hpp"
+#include "common/not_implemented.hpp"
+
+namespace course {
+
+void maxpool_forward_cudnn(const GpuHandles& h, const PoolDescriptors& d, const float* x, float* y) {
+  // BEGIN Task 6.6: max-pool forward with cudnnPoolingForward (alpha = 1, beta = 0)
+  const float one = 1.f, zero = 0.f;
+  CUDNN_CHECK(cudnnPoolingForward(h.cudnn, d.pool, &one, d.x, x, &zero, d.y, y));
+  // END Task 6.6
+}
+
+void maxpool_backward_cudnn(const GpuHandles& h, const PoolDescriptors& d, const float* x, const float* y,
+                            const float* dy, float* dx) {
+  // BEGIN Task 6.6: max-pool backward with cudnnPoolingBackward: it reads y and dy (described by d.y) and x (d.x), and writes dx (d.x)
+  // HINT: the argument order is y, dy, x, then dx: cudnnPoolingBackward(h.cudnn, d.pool, &one, d.y, y, d.y, dy, d.x, x, &zero, d.x, dx).
+  const float one = 1.f, zero = 0.f;
+  CUDNN_CHECK(cudnnPoolingBackward(h.cudnn, d.pool, &one, d.y, y, d.y, dy, d.x, x, &zero, d.x, dx));
+  // END Task 6.6
+}
+
+}  // namespace course

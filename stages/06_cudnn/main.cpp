@@ -1,0 +1,46 @@
+// Stage 06 trainer: any model of the course on cuDNN and cuBLAS, each training
+// step replayed as one CUDA graph.
+//
+//   s06_train_solution --model cnn --epochs 10               (the graph on: the default)
+//   s06_train_solution --model cnn --graph off               (every call launched one by one)
+//   s06_train_solution --model cnn-deep --profile --epochs 1 (per-layer GPU times; runs without the graph)
+//   s06_train_solution --model cnn --verbose                 (also the conv algorithms cudnnFind chose)
+//   s06_train_exercise --model mlp                           (your code, from exercises/)
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "06_cudnn/cudnn_engine.hpp"
+#include "common/cuda_check.hpp"
+#include "common/trainer.hpp"
+
+int main(int argc, char** argv) {
+  const course::StageInfo stage{"06_cudnn", "Stage 06: cuDNN and cuBLAS, the training step as one CUDA graph"};
+  std::string graph = "on";
+  const auto extra_options = [&](CLI::App& app) {
+    app.add_option("--graph", graph,
+                   "Replay each training step as one CUDA graph (on) or launch every call one by one (off); "
+                   "--profile always runs without it")
+        ->check(CLI::IsMember({"on", "off"}))
+        ->capture_default_str();
+    // Checked once the command line is parsed (so --help works anywhere) and
+    // before the data is loaded: without a GPU there is nothing to wait for.
+    app.final_callback([] {
+      std::string why;
+      if (!course::gpu_available(&why)) throw course::GpuError("stage 06 trains on a CUDA GPU, and there is none: " + why);
+    });
+  };
+  return course::run_trainer(
+      argc, argv, stage,
+      [&](const course::EngineConfig& cfg) {
+        auto engine = std::make_unique<course::CudnnEngine>(cfg, graph == "on");
+        std::cout << "graph: " << (engine->graph_enabled() ? "on, one CUDA graph replay per full batch"
+                                                           : cfg.profile ? "off (--profile times every layer uncaptured)"
+                                                                         : "off, every call launched one by one")
+                  << "\n";
+        if (cfg.verbose) std::cout << engine->algorithm_report();
+        return engine;
+      },
+      extra_options);
+}

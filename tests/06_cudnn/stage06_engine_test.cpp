@@ -1,0 +1,193 @@
+// Stage 06 end to end: the cuDNN engine trains like the CPU stages (20 steps of
+// the CNN land on stage 02's parameters), runs every layer kind of the course,
+// profiles every layer, and refuses what it cannot run.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "01_fc_softmax/cpu_engine.hpp"
+#include "02_conv_pool/cnn.hpp"
+#include "06_cudnn/cudnn_engine.hpp"
+#include "common/data.hpp"
+#include "s06_support.hpp"
+
+using namespace course;
+using namespace course::s06test;
+
+namespace {
+
+EngineConfig config(const std::string& spec, Shape3 input, int batch, double lr = 0.05, const std::string& loss = "cross-entropy") {
+  EngineConfig cfg;
+  cfg.arch = parse_arch(spec);
+  cfg.input = input;
+  cfg.classes = 10;
+  cfg.batch = batch;
+  cfg.lr = lr;
+  cfg.momentum = 0.9;
+  cfg.seed = 11;
+  cfg.loss = loss;
+  return cfg;
+}
+
+// Tolerance of a run of SGD steps, float on the GPU against float on the CPU,
+// the same as stage 05's (tests/05_im2col_gemm/task5_9_gpu_cnn_engine_test.cpp):
+// |gpu - cpu| <= 5e-4 + 1e-3 |cpu| per parameter; the epoch's loss sum to 1e-4
+// relative. The two engines add in different orders (cuDNN's algorithms,
+// cuBLAS's GEMMs, one CPU thread), so every step differs by float rounding
+// (~1e-7 relative), which the following steps carry along. A wrong gradient
+// anywhere moves the parameters by lr * gradient * steps, of order 1e-2: far
+// outside, and the test checks that the parameters did move that much.
+constexpr double kParamAtol = 5e-4, kParamRtol = 1e-3, kLossRtol = 1e-4;
+
+void expect_same_parameters(const std::vector<NamedTensor>& got, const std::vector<NamedTensor>& want,
+                            const std::string& context) {
+  ASSERT_EQ(got.size(), want.size()) << context;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].name, want[i].name) << context;
+    ASSERT_EQ(got[i].tensor.shape, want[i].tensor.shape) << context << ", " << want[i].name;
+    const std::vector<double> g(got[i].tensor.data.begin(), got[i].tensor.data.end()),
+        w(want[i].tensor.data.begin(), want[i].tensor.data.end());
+    EXPECT_TRUE(all_close(context + ", " + want[i].name, g, w, want[i].tensor.shape, kParamAtol, kParamRtol));
+  }
+}
+
+// One epoch (the last batch smaller when `examples` is not a multiple) on the
+// GPU and on the stage 02 CPU engine, from the same initial weights in the same order.
+void expect_matches_cpu(const std::string& spec, Shape3 input, int batch, int examples, const std::string& loss,
+                        bool graph) {
+  const std::string context = spec + " on " + input.str() + ", batch " + std::to_string(batch) + ", " + loss +
+                              (graph ? ", graph on" : ", graph off");
+  const Dataset train = make_synthetic(examples, input, 10, 5);
+  const EngineConfig cfg = config(spec, input, batch, 0.05, loss);
+  CudnnEngine gpu(cfg, graph);
+  const std::vector<NamedTensor> initial = gpu.get_parameters();
+  const EpochStats got = gpu.train_epoch(train, 0, {});
+  CpuEngine cpu(cfg, make_cnn_layer<float>);
+  const EpochStats want = cpu.train_epoch(train, 0, {});
+  EXPECT_EQ(got.seen, want.seen) << context;
+  EXPECT_NEAR(got.loss_sum, want.loss_sum, kLossRtol * want.loss_sum) << context << ": summed loss of the epoch";
+  EXPECT_NEAR(got.correct, want.correct, 1) << context << ": correct predictions during the epoch";
+  const std::vector<NamedTensor> trained = cpu.get_parameters();
+  expect_same_parameters(gpu.get_parameters(), trained, context);
+  bool moved = false;
+  for (std::size_t i = 0; i < trained.size(); ++i)
+    for (std::size_t j = 0; j < trained[i].tensor.size(); ++j)
+      moved = moved || std::fabs(trained[i].tensor.data[j] - initial[i].tensor.data[j]) > 10 * kParamAtol;
+  EXPECT_TRUE(moved) << context << ": the parameters hardly moved, so the comparison proves little";
+}
+
+}  // namespace
+
+// 20 steps: 19 batches of 32 and a last one of 16.
+TEST(Stage06_Engine, TwentyCnnStepsMatchStage02) {
+  S06_SKIP_WITHOUT_GPU();
+  expect_matches_cpu(named_model_spec("cnn"), {1, 28, 28}, 32, 19 * 32 + 16, "cross-entropy", true);
+}
+
+TEST(Stage06_Engine, TwentyCnnStepsMatchStage02WithoutTheGraph) {
+  S06_SKIP_WITHOUT_GPU();
+  expect_matches_cpu(named_model_spec("cnn"), {1, 28, 28}, 32, 19 * 32 + 16, "cross-entropy", false);
+}
+
+// Every other layer kind of the course: stride, padding 2, a padded
+// overlapping pool, leaky ReLU and softplus (stage 04's kernels), tanh and
+// sigmoid (cuDNN's), a dense layer straight after a conv (no flatten), three channels.
+TEST(Stage06_Engine, EveryLayerKindMatchesStage02) {
+  S06_SKIP_WITHOUT_GPU();
+  expect_matches_cpu("conv6k5p2s2,leaky,pool3s2p1,conv8k3p1,softplus,flatten,fc24,tanh,fc16,sigmoid,fc10",
+                     {3, 13, 12}, 16, 10 * 16, "cross-entropy", true);
+  expect_matches_cpu("conv4k3,relu,fc10", {1, 9, 9}, 8, 8 * 8 + 3, "mse", true);
+}
+
+// The MLP: dense layers on cuBLAS only.
+TEST(Stage06_Engine, MlpStepsMatchStage01) {
+  S06_SKIP_WITHOUT_GPU();
+  expect_matches_cpu(named_model_spec("mlp"), {1, 28, 28}, 64, 10 * 64 + 20, "cross-entropy", true);
+}
+
+// Evaluation: the same loss, predictions and count as stage 02 on the same weights.
+TEST(Stage06_Engine, EvaluateMatchesStage02) {
+  S06_SKIP_WITHOUT_GPU();
+  const Dataset test = make_synthetic(300, {1, 28, 28}, 10, 6);
+  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 64);
+  CudnnEngine gpu(cfg);
+  CpuEngine cpu(cfg, make_cnn_layer<float>);
+  std::vector<int> got_pred, want_pred;
+  const EpochStats got = gpu.evaluate(test, &got_pred), want = cpu.evaluate(test, &want_pred);
+  EXPECT_EQ(got.seen, 300);
+  EXPECT_NEAR(got.loss_sum, want.loss_sum, kLossRtol * want.loss_sum);
+  ASSERT_EQ(got_pred.size(), want_pred.size());
+  long differ = 0;
+  for (std::size_t i = 0; i < got_pred.size(); ++i) differ += got_pred[i] != want_pred[i];
+  EXPECT_LE(differ, 1) << "predictions differ beyond a near tie";
+  EXPECT_NEAR(got.correct, want.correct, 1);
+}
+
+// --profile: every layer, the gather, the loss and the update have GPU times, once per step.
+TEST(Stage06_Engine, ProfileTimesEveryLayer) {
+  S06_SKIP_WITHOUT_GPU();
+  EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 64);
+  cfg.profile = true;
+  CudnnEngine gpu(cfg);
+  EXPECT_FALSE(gpu.graph_enabled()) << "profiling times each layer, so it runs uncaptured";
+  gpu.train_epoch(make_synthetic(5 * 64, {1, 28, 28}, 10, 8), 0, {});
+  const std::vector<LayerTime> times = gpu.layer_times();
+  ASSERT_EQ(times.size(), cfg.arch.layers.size() + 3) << "one row per layer, then gather, loss, update";
+  for (const LayerTime& t : times) {
+    if (t.layer.rfind("flatten", 0) == 0) continue;  // costs nothing: no work to time
+    EXPECT_EQ(t.calls, 5) << t.layer;
+    EXPECT_GT(t.forward_ms + t.backward_ms, 0.0) << t.layer;
+  }
+  EXPECT_GT(times[0].forward_ms, 0.0) << "conv1 forward";
+  EXPECT_GT(times[0].backward_ms, 0.0) << "conv1 backward (weights and bias)";
+  gpu.reset_layer_times();
+  for (const LayerTime& t : gpu.layer_times()) EXPECT_EQ(t.calls, 0) << t.layer;
+}
+
+// Bad requests are refused with a message, before the GPU is touched where possible.
+TEST(Stage06_Engine, RefusesWhatItCannotRun) {
+  EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 64, 0.05, "hinge");
+  EXPECT_THROW(CudnnEngine engine(cfg), std::invalid_argument);
+  cfg = config(named_model_spec("cnn"), {1, 28, 28}, 0);
+  EXPECT_THROW(CudnnEngine engine(cfg), std::invalid_argument);
+  cfg = config("conv8k5,relu,pool2,fc10", {1, 4, 4}, 8);  // a 5x5 filter on a 4x4 image
+  EXPECT_THROW(CudnnEngine engine(cfg), std::invalid_argument);
+  S06_SKIP_WITHOUT_GPU();
+  CudnnEngine engine(config(named_model_spec("cnn"), {1, 28, 28}, 64));
+  auto params = engine.get_parameters();
+  params[0].tensor.shape = {16, 1, 5, 5};
+  EXPECT_THROW(engine.set_parameters(params), std::invalid_argument);
+  EXPECT_THROW(engine.train_batch(0), std::logic_error) << "a batch before begin_epoch";
+  EXPECT_THROW(engine.evaluate(make_synthetic(10, {3, 28, 28}, 10, 1), nullptr), std::invalid_argument)
+      << "examples of another shape";
+}
+
+// A checkpoint holds parameters and velocities: an engine given both continues
+// exactly as the one they came from (same kernels, same algorithms, same bits).
+TEST(Stage06_Engine, OptimizerStateContinuesTheRunBitForBit) {
+  S06_SKIP_WITHOUT_GPU();
+  const Dataset train = make_synthetic(5 * 32 + 7, {1, 28, 28}, 10, 9);
+  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 32);
+  CudnnEngine first(cfg);
+  first.train_epoch(train, 0, {});
+  const auto velocity = first.get_optimizer_state();
+  ASSERT_EQ(velocity.size(), first.get_parameters().size());
+  EXPECT_EQ(velocity[0].name, "conv1.weight.velocity");
+  CudnnEngine resumed(cfg);
+  resumed.set_parameters(first.get_parameters());
+  resumed.set_optimizer_state(velocity);
+  first.train_epoch(train, 1, {});
+  resumed.train_epoch(train, 1, {});
+  const auto p = first.get_parameters(), q = resumed.get_parameters();
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    std::size_t differ = 0;
+    for (std::size_t k = 0; k < p[i].tensor.size(); ++k) differ += p[i].tensor.data[k] != q[i].tensor.data[k];
+    EXPECT_EQ(differ, 0u) << p[i].name << ": " << differ << " of " << p[i].tensor.size() << " values differ";
+  }
+  auto wrong = velocity;
+  wrong[0].name = "conv1.weight";
+  EXPECT_THROW(resumed.set_optimizer_state(wrong), std::invalid_argument) << "names must end in .velocity";
+}

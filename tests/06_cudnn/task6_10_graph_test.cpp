@@ -1,0 +1,155 @@
+// Task 6.10: the batch gather that follows a device step counter, capturing a
+// step as a CUDA graph and replaying it, and the engine with and without the graph.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "06_cudnn/cudnn_engine.hpp"
+#include "06_cudnn/step_graph.hpp"
+#include "common/data.hpp"
+#include "s06_support.hpp"
+
+using namespace course;
+using namespace course::s06test;
+
+namespace {
+
+// Ten examples of three values; example e holds 10e, 10e + 1, 10e + 2 and label e % 4.
+constexpr int kExamples = 10, kD = 3, kBatch = 4;
+const std::vector<int> kOrder = {7, 2, 9, 0, 5, 1, 8, 3, 6, 4};
+
+struct TinySet {
+  DeviceBuffer<float> images;
+  DeviceBuffer<int> labels, order, step;
+  DeviceBuffer<float> x;
+  DeviceBuffer<int> y;
+  TinySet() {
+    std::vector<float> im(kExamples * kD);
+    std::vector<int> lab(kExamples);
+    for (int e = 0; e < kExamples; ++e) {
+      for (int d = 0; d < kD; ++d) im[static_cast<std::size_t>(e * kD + d)] = static_cast<float>(10 * e + d);
+      lab[static_cast<std::size_t>(e)] = e % 4;
+    }
+    images.upload(im);
+    labels.upload(lab);
+    order.upload(kOrder);
+    step.upload(std::vector<int>{0});
+    x.upload(std::vector<float>(kBatch * kD, -1.f));
+    y.upload(std::vector<int>(kBatch, -1));
+  }
+  void gather(int B, cudaStream_t s) {
+    gather_batch_at_step_gpu(images.get(), labels.get(), order.get(), step.get(), kBatch, B, kD, x.get(), y.get(), s);
+  }
+  // Expects x and y to hold batch `b` (its first B rows).
+  void expect_batch(int b, int B, const std::string& when) {
+    CUDA_CHECK(cudaDeviceSynchronize());
+    const std::vector<float> got_x = x.download();
+    const std::vector<int> got_y = y.download();
+    for (int r = 0; r < B; ++r) {
+      const int e = kOrder[static_cast<std::size_t>(b * kBatch + r)];
+      EXPECT_EQ(got_y[static_cast<std::size_t>(r)], e % 4) << when << ": label of row " << r << " (example " << e << ")";
+      for (int d = 0; d < kD; ++d)
+        EXPECT_EQ(got_x[static_cast<std::size_t>(r * kD + d)], static_cast<float>(10 * e + d))
+            << when << ": row " << r << " should be example " << e;
+    }
+  }
+  int counter() {
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return step.download()[0];
+  }
+};
+
+}  // namespace
+
+TEST(Task6_10_CudaGraph, GatherFollowsTheDeviceStepCounter) {
+  S06_SKIP_WITHOUT_GPU();
+  TestGpu gpu;
+  TinySet set;
+  for (int b = 0; b < 3; ++b) {
+    const int B = std::min(kBatch, kExamples - b * kBatch);  // 4, 4, then the last 2
+    set.gather(B, gpu.stream());
+    set.expect_batch(b, B, "batch " + std::to_string(b));
+    advance_step_gpu(set.step.get(), gpu.stream());
+    EXPECT_EQ(set.counter(), b + 1) << "advance_step_gpu adds one";
+  }
+}
+
+// Capturing runs nothing; each replay runs the whole step, which reads the
+// counter when it runs, so replay k gathers batch k.
+TEST(Task6_10_CudaGraph, EachReplayTakesTheNextBatch) {
+  S06_SKIP_WITHOUT_GPU();
+  TestGpu gpu;
+  TinySet set;
+  StepGraph graph;
+  EXPECT_FALSE(graph.ready());
+  graph.capture(gpu.stream(), [&] {
+    set.gather(kBatch, gpu.stream());
+    advance_step_gpu(set.step.get(), gpu.stream());
+  });
+  ASSERT_TRUE(graph.ready());
+  EXPECT_EQ(graph.nodes(), 2u) << "a gather and a counter increment";
+  EXPECT_EQ(set.counter(), 0) << "a capture records the work; it must not run it";
+  for (int b = 0; b < 2; ++b) {
+    graph.replay(gpu.stream());
+    set.expect_batch(b, kBatch, "replay " + std::to_string(b));
+    EXPECT_EQ(set.counter(), b + 1);
+  }
+}
+
+// A step that fails while being captured leaves no graph and a usable stream.
+TEST(Task6_10_CudaGraph, FailedCaptureLeavesTheStreamUsable) {
+  S06_SKIP_WITHOUT_GPU();
+  TestGpu gpu;
+  TinySet set;
+  StepGraph graph;
+  EXPECT_THROW(graph.capture(gpu.stream(),
+                             [&] {
+                               set.gather(kBatch, gpu.stream());
+                               throw std::runtime_error("a layer failed");
+                             }),
+               std::runtime_error);
+  EXPECT_FALSE(graph.ready());
+  EXPECT_THROW(graph.replay(gpu.stream()), std::logic_error);
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusActive;
+  CUDA_CHECK(cudaStreamIsCapturing(gpu.stream(), &status));
+  EXPECT_EQ(status, cudaStreamCaptureStatusNone) << "the stream was left capturing";
+  set.gather(kBatch, gpu.stream());  // and it still runs work
+  set.expect_batch(0, kBatch, "after the failed capture");
+}
+
+// The graph changes how the step is launched, not what it computes: the same
+// kernels in the same order with the same (deterministic) algorithms, so two
+// epochs give bit-identical parameters. The set has 15 full batches of 64 and
+// a last one of 40, which runs uncaptured.
+TEST(Task6_10_CudaGraph, EngineGivesTheSameParametersWithAndWithoutTheGraph) {
+  S06_SKIP_WITHOUT_GPU();
+  const Dataset train = make_synthetic(1000, {1, 28, 28}, 10, 101);
+  EngineConfig cfg;
+  cfg.arch = parse_arch(named_model_spec("cnn"));
+  cfg.input = {1, 28, 28};
+  cfg.classes = 10;
+  cfg.batch = 64;
+  cfg.lr = 0.05;
+  cfg.seed = 7;
+  CudnnEngine with_graph(cfg, true), without(cfg, false);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    const EpochStats a = with_graph.train_epoch(train, epoch, {});
+    const EpochStats b = without.train_epoch(train, epoch, {});
+    EXPECT_EQ(a.correct, b.correct) << "epoch " << epoch;
+    EXPECT_NEAR(a.loss_sum, b.loss_sum, 1e-9 * b.loss_sum) << "epoch " << epoch << " (summed with atomics: order may differ)";
+  }
+  EXPECT_EQ(with_graph.graph_replays(), 30) << "15 full batches an epoch, each one replay";
+  EXPECT_GT(with_graph.graph_nodes(), 20u) << "the whole step: gather, every layer both ways, loss, update";
+  EXPECT_EQ(without.graph_replays(), 0);
+  const auto p = with_graph.get_parameters(), q = without.get_parameters();
+  ASSERT_EQ(p.size(), q.size());
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    std::size_t differ = 0;
+    for (std::size_t k = 0; k < p[i].tensor.size(); ++k) differ += p[i].tensor.data[k] != q[i].tensor.data[k];
+    EXPECT_EQ(differ, 0u) << p[i].name << ": " << differ << " of " << p[i].tensor.size()
+                          << " values differ between the graph and the plain run";
+  }
+}

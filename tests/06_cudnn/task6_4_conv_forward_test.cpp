@@ -1,0 +1,95 @@
+// Task 6.4: cuDNN's convolution forward (plus bias) against stage 02's
+// conv2d_forward, for every shape of stage 02's gradient checks and every
+// algorithm cuDNN offers for each shape.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "../02_conv_pool/conv_cases.hpp"
+#include "02_conv_pool/conv.hpp"
+#include "06_cudnn/conv_cudnn.hpp"
+#include "course_test.hpp"
+#include "s06_support.hpp"
+
+using namespace course;
+using namespace course::s06test;
+using reference::ConvCase;
+
+namespace {
+
+// float against double: each output sums C_in * K * K <= 100 products of values in
+// [-1, 1], so FP32 rounding stays near 1e-6; the FFT and Winograd algorithms
+// transform their inputs and round a little more. 1e-4 of the output scale
+// holds all of them with room; a wrong index or a flipped kernel is off by O(1).
+constexpr double kAbs = 1e-4, kRel = 1e-4;
+// FFT and Winograd transform their operands and round more (2.6e-3 of the
+// output scale measured on a 5x5 layer); they are checked, with this looser
+// bound, but never chosen for training (rounds_like_direct()).
+constexpr double kAbsTransformed = 5e-3;
+template <typename Algo>
+double abs_tolerance(Algo a) { return rounds_like_direct(a) ? kAbs : kAbsTransformed; }
+
+void check_forward(const ConvCase& c) {
+  S06_SKIP_WITHOUT_GPU();
+  const ConvGeometry& g = c.g;
+  const std::string what = reference::describe(c);
+  TestGpu gpu;
+  ConvDescriptors d;
+  test_conv_descriptors(d, g, c.B);
+  const auto x = as_float_values(testkit::random_vector(c.B * g.in_size(), 11));
+  const auto W = as_float_values(testkit::random_vector(g.weight_size(), 12));
+  const auto b = as_float_values(testkit::random_vector(g.C_out, 13));
+  const auto dx = to_device(x), dW = to_device(W), db = to_device(b);
+  const auto algorithms = forward_algorithms(gpu.h(), d);
+  ASSERT_FALSE(algorithms.empty()) << what << ": cuDNN offers no FP32 forward algorithm";
+  std::vector<double> want;
+  for (const auto& r : algorithms) {
+    ConvAlgorithms a;
+    a.forward = r.algo;
+    a.forward_bytes = workspace_of(gpu.h(), d, r.algo);
+    DeviceBuffer<unsigned char> ws(std::max<std::size_t>(a.forward_bytes, 1));
+    auto y = filled(c.B * g.out_size(), -12345.f);  // every output must be written
+    conv_forward_cudnn(gpu.h(), d, a, {ws.get(), a.forward_bytes}, dx.get(), dW.get(), db.get(), y.get());
+    const std::vector<double> got = to_host(y);
+    if (want.empty()) {  // stage 02's layer, in double, on the same float inputs (after the GPU: Task 6.4 fails first)
+      want.resize(got.size());
+      conv2d_forward(x.data(), W.data(), b.data(), want.data(), c.B, g);
+    }
+    EXPECT_TRUE(all_close("y of " + what + ", forward algorithm " + algorithm_name(r.algo), got, want,
+                          {c.B, g.C_out, g.out_h(), g.out_w()}, abs_tolerance(r.algo) * scale_of(want), kRel));
+  }
+}
+
+}  // namespace
+
+TEST(Task6_4_ConvForward, K3Pad1NonSquareBatch) { check_forward(reference::kK3Pad1NonSquare); }
+TEST(Task6_4_ConvForward, K3Pad0) { check_forward(reference::kK3Pad0); }
+TEST(Task6_4_ConvForward, K5Pad2) { check_forward(reference::kK5Pad2); }
+TEST(Task6_4_ConvForward, K3Pad2) { check_forward(reference::kK3Pad2); }
+TEST(Task6_4_ConvForward, K1) { check_forward(reference::kK1); }
+TEST(Task6_4_ConvForward, K1Stride2) { check_forward(reference::kK1Stride2); }
+TEST(Task6_4_ConvForward, K3Pad1Stride2) { check_forward(reference::kK3Pad1Stride2); }
+TEST(Task6_4_ConvForward, K5Pad1Stride2) { check_forward(reference::kK5Pad1Stride2); }
+TEST(Task6_4_ConvForward, K5Pad2Stride2) { check_forward(reference::kK5Pad2Stride2); }
+TEST(Task6_4_ConvForward, K3Pad0Stride3) { check_forward(reference::kK3Pad0Stride3); }
+TEST(Task6_4_ConvForward, CnnLayersAtBatch64) {
+  check_forward({64, ConvGeometry{1, 28, 28, 16, 3, 1, 1}});
+  check_forward({64, ConvGeometry{16, 14, 14, 32, 3, 1, 1}});
+}
+
+// Stage 02's hand example (tests/02_conv_pool): a 3x3 image, a 2x2 filter, bias
+// 0.5, no padding: 1*1 + 2*2 + 3*4 + 4*5 + 0.5 = 37.5 at the top left. A
+// flipped kernel (CUDNN_CONVOLUTION) would give 23.5 there.
+TEST(Task6_4_ConvForward, CrossCorrelationLikeStage02) {
+  S06_SKIP_WITHOUT_GPU();
+  TestGpu gpu;
+  const ConvGeometry g{1, 3, 3, 1, 2, 0, 1};
+  ConvDescriptors d;
+  test_conv_descriptors(d, g, 1);
+  const auto x = to_device({1, 2, 3, 4, 5, 6, 7, 8, 9}), W = to_device({1, 2, 3, 4}), b = to_device({0.5});
+  auto y = filled(4, -1.f);
+  ConvAlgorithms a;  // implicit GEMM: needs no workspace
+  conv_forward_cudnn(gpu.h(), d, a, {}, x.get(), W.get(), b.get(), y.get());
+  EXPECT_EQ(to_host(y), (std::vector<double>{37.5, 47.5, 67.5, 77.5}));
+}

@@ -1,0 +1,99 @@
+// Task 6.6: cuDNN's max-pool forward and backward against stage 02's
+// maxpool_forward and maxpool_backward, for the shapes of stage 02's tests.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "../02_conv_pool/reference.hpp"
+#include "02_conv_pool/pool.hpp"
+#include "06_cudnn/pool_cudnn.hpp"
+#include "course_test.hpp"
+#include "s06_support.hpp"
+
+using namespace course;
+using namespace course::s06test;
+
+namespace {
+
+struct PoolCase {
+  int B;
+  PoolGeometry g;
+};
+
+// Stage 02's forward and backward shapes: overlapping windows, padding, odd sizes.
+//                                C  H  W  K  S  P
+const PoolCase kCases[] = {{2, {3, 6, 8, 2, 2, 0}}, {2, {2, 7, 6, 3, 2, 0}}, {2, {2, 7, 7, 3, 2, 1}},
+                           {1, {1, 5, 5, 2, 2, 0}}, {3, {2, 6, 5, 2, 2, 1}}, {2, {2, 8, 9, 3, 1, 1}},
+                           {2, {2, 7, 5, 2, 2, 0}}, {2, {2, 9, 7, 3, 2, 0}}, {3, {2, 7, 8, 3, 2, 1}},
+                           {2, {2, 5, 6, 2, 2, 1}}, {1, {2, 6, 5, 3, 1, 1}}, {64, {16, 28, 28, 2, 2, 0}}};
+
+std::string describe(const PoolCase& c) { return c.g.str() + ", batch " + std::to_string(c.B); }
+
+// Distinct values (no ties, so one arg-max per window) run through stage 02's
+// layer and cuDNN's. The maximum is a value of x itself, so the forward pass
+// agrees exactly; dx adds at most K*K gradients per cell, in float.
+void check_pool(const PoolCase& c) {
+  S06_SKIP_WITHOUT_GPU();
+  const PoolGeometry& g = c.g;
+  TestGpu gpu;
+  PoolDescriptors d;
+  test_pool_descriptors(d, g, c.B);
+  const auto x = as_float_values(reference::distinct_values(c.B * g.in_size(), 61));
+  const auto dy = as_float_values(testkit::random_vector(c.B * g.out_size(), 62));
+  const auto dev_x = to_device(x), dev_dy = to_device(dy);
+  auto y = filled(c.B * g.out_size(), -99.f), dx = filled(c.B * g.in_size(), 99.f);
+  maxpool_forward_cudnn(gpu.h(), d, dev_x.get(), y.get());
+  maxpool_backward_cudnn(gpu.h(), d, dev_x.get(), y.get(), dev_dy.get(), dx.get());
+  const auto got_y = to_host(y), got_dx = to_host(dx);
+
+  std::vector<double> want_y(got_y.size()), want_dx(got_dx.size());
+  std::vector<int> argmax(got_y.size());
+  maxpool_forward(x.data(), want_y.data(), argmax.data(), c.B, g);
+  maxpool_backward(dy.data(), argmax.data(), want_dx.data(), c.B, g);
+  EXPECT_TRUE(all_close("y of " + describe(c), got_y, want_y, {c.B, g.C, g.out_h(), g.out_w()}, 0.0, 0.0));
+  EXPECT_TRUE(all_close("dx of " + describe(c), got_dx, want_dx, {c.B, g.C, g.H, g.W}, 1e-6, 1e-6));
+}
+
+}  // namespace
+
+TEST(Task6_6_MaxPool, MatchesStage02OnEveryShape) {
+  for (const PoolCase& c : kCases) {
+    SCOPED_TRACE(describe(c));
+    check_pool(c);
+  }
+}
+
+// Padding is not a zero that competes: with every value negative, each padded
+// window still returns its largest image cell, and its gradient lands there.
+TEST(Task6_6_MaxPool, PaddedCellsNeverWin) {
+  S06_SKIP_WITHOUT_GPU();
+  TestGpu gpu;
+  const PoolGeometry g{1, 3, 3, 2, 2, 1};
+  PoolDescriptors d;
+  test_pool_descriptors(d, g, 1);
+  const auto x = to_device({-5, -4, -3, -2, -1, -6, -7, -8, -9});
+  const auto dy = to_device({1, 2, 3, 4});
+  auto y = filled(4, 0.f), dx = filled(9, 99.f);
+  maxpool_forward_cudnn(gpu.h(), d, x.get(), y.get());
+  maxpool_backward_cudnn(gpu.h(), d, x.get(), y.get(), dy.get(), dx.get());
+  EXPECT_EQ(to_host(y), (std::vector<double>{-5, -3, -2, -1})) << "a padded cell won with 0";
+  EXPECT_EQ(to_host(dx), (std::vector<double>{1, 0, 2, 3, 4, 0, 0, 0, 0}));
+}
+
+// Overlapping windows add up: the middle of a 3x3 plane wins all four 2x2
+// windows at stride 1 and receives the sum of their gradients.
+TEST(Task6_6_MaxPool, OverlappingWindowsAreSummed) {
+  S06_SKIP_WITHOUT_GPU();
+  TestGpu gpu;
+  const PoolGeometry g{1, 3, 3, 2, 1, 0};
+  PoolDescriptors d;
+  test_pool_descriptors(d, g, 1);
+  const auto x = to_device({1, 2, 3, 4, 9, 5, 6, 7, 8});
+  const auto dy = to_device({1, 2, 3, 4});
+  auto y = filled(4, 0.f), dx = filled(9, 99.f);
+  maxpool_forward_cudnn(gpu.h(), d, x.get(), y.get());
+  maxpool_backward_cudnn(gpu.h(), d, x.get(), y.get(), dy.get(), dx.get());
+  EXPECT_EQ(to_host(y), (std::vector<double>{9, 9, 9, 9}));
+  EXPECT_EQ(to_host(dx), (std::vector<double>{0, 0, 0, 0, 10, 0, 0, 0, 0}));
+}
