@@ -1,0 +1,224 @@
+"""Running one stage's trainer on one workload and reading what it wrote.
+
+A run ends in one of five states, each a row of the table:
+  ok       trained; the figures come from the trainer's --json file
+  skipped  the machine cannot run it: the trainer was not built, or a GPU stage found no GPU
+  n/a      the stage cannot run that model (stage 01 has no conv layers)
+  todo     an exercise hole was reached (exercises track only): the trainer named the task
+  error    anything else: the trainer's last message and exit code
+"""
+import json
+import re
+import signal
+import statistics
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .stages import trainer_path, not_built_reason
+
+EXIT_USAGE = 2           # common/trainer.hpp: a bad command line, or a model the stage cannot run
+EXIT_NOT_IMPLEMENTED = 3  # an exercise hole was reached
+EXIT_DIVERGED = 4
+
+
+@dataclass
+class Run:
+    stage: str
+    model: str
+    status: str                       # ok | skipped | n/a | todo | error
+    reason: str = ""                  # why it is not ok
+    device: str = ""                  # the trainer's own device string ("CPU, 2 threads (data-parallel)")
+    gpu: bool = False                 # a GPU stage
+    threads: int = 0                  # CPU threads the trainer used (1 for GPU stages)
+    images: int = 0                   # training images of each measured epoch (--limit, or the whole set)
+    images_per_epoch: int = 0         # training images of a whole epoch of the data set
+    epochs: int = 0
+    epoch_seconds: list = field(default_factory=list)  # measured seconds of each epoch, over `images`
+    seconds_measured: float = 0.0     # median of epoch_seconds
+    seconds_per_epoch: float = 0.0    # seconds_measured scaled to images_per_epoch
+    images_per_second: float = 0.0    # median over the epochs, as the trainer measured it
+    test_accuracy: float = 0.0        # after the last epoch, in [0, 1]
+    dataset: str = ""
+    synthetic: bool = False           # the trainer fell back to the built-in synthetic set
+    command: list = field(default_factory=list)
+    log: str = ""
+    exit_code: int = 0
+    wall_seconds: float = 0.0
+    options: dict = field(default_factory=dict)  # what the run varied (parallel mode, threads, kernel)
+    # Filled in by the table: (stage id, ratio) of the speedups, or None.
+    vs_prev: tuple = None
+    vs_first: tuple = None
+
+    @property
+    def scaled(self):
+        """True when the run timed part of an epoch and its seconds were scaled to a whole one."""
+        return self.status == "ok" and 0 < self.images < self.images_per_epoch
+
+    @property
+    def scale_factor(self):
+        return self.images_per_epoch / self.images if self.images else 1.0
+
+    def to_dict(self):
+        d = asdict(self)
+        d["scaled"] = self.scaled
+        d["vs_prev_stage"], d["speedup_vs_prev"] = self.vs_prev or (None, None)
+        d["vs_first_stage"], d["speedup_vs_first"] = self.vs_first or (None, None)
+        del d["vs_prev"], d["vs_first"]
+        return d
+
+
+def run_from_dict(d):
+    """The Run that to_dict() wrote (compare.json's rows), to redraw a table without training again."""
+    fields = {k: v for k, v in d.items() if k in Run.__dataclass_fields__ and k not in ("vs_prev", "vs_first")}
+    run = Run(**fields)
+    run.vs_prev = (d["vs_prev_stage"], d["speedup_vs_prev"]) if d.get("vs_prev_stage") else None
+    run.vs_first = (d["vs_first_stage"], d["speedup_vs_first"]) if d.get("vs_first_stage") else None
+    return run
+
+
+def trainer_command(binary, stage, model, *, epochs, batch, limit, seed, dataset, json_path,
+                    threads=0, extra=()):
+    """The trainer's command line: the same options for every stage, plus what only some take."""
+    cmd = [str(binary), "--model", model, "--dataset", dataset, "--epochs", str(epochs), "--batch", str(batch),
+           "--limit", str(limit), "--seed", str(seed), "--json", str(json_path), "--no-progress"]
+    if stage.has_threads and threads:
+        cmd += ["--threads", str(threads)]
+    return cmd + list(stage.extra_args) + list(extra)
+
+
+def _lines(text):
+    return [l.strip() for l in (text or "").splitlines() if l.strip()]
+
+
+def _message(stdout, stderr):
+    """The trainer's last word: its last stderr line (where errors go), else its last stdout line."""
+    lines = _lines(stderr) or _lines(stdout)
+    msg = lines[-1] if lines else "no output"
+    return msg[len("error: "):] if msg.startswith("error: ") else msg
+
+
+_NO_GPU_WORDS = re.compile(r"\b(no|none|not available|unavailable|insufficient)\b", re.I)
+_GPU_WORDS = re.compile(r"\b(GPU|CUDA|device)\b", re.I)
+
+
+def says_no_gpu(message):
+    """True for the one line a GPU trainer prints when the machine has no usable GPU."""
+    return bool(_NO_GPU_WORDS.search(message) and _GPU_WORDS.search(message))
+
+
+def without_stage_prefix(message):
+    """'stage 04 trains on a CUDA GPU, and there is none: no CUDA device on this machine' -> 'no CUDA device
+    on this machine': the table's row already names the stage and says GPU."""
+    rest = re.sub(r"^stage \d+ [^:]*:\s*", "", message)
+    return rest if rest and says_no_gpu(rest) else message
+
+
+def full_epoch_images(data):
+    """Training images of a whole epoch, from the trainer's data note ("fashion-mnist: 60000 train, ...")."""
+    m = re.search(r"(\d+) train\b", data.get("note", ""))
+    if m:
+        return max(int(m.group(1)), int(data.get("train_examples", 0)))
+    return int(data.get("train_examples", 0))
+
+
+def interpret(stage, model, exit_code, stdout, stderr, results, command=(), log=""):
+    """A Run from what one trainer did: its exit code, its output and its --json results (None if it
+    wrote none). Pure, so the tests feed it canned trainer output."""
+    run = Run(stage=stage.id, model=model, status="error", gpu=stage.gpu, command=list(command), log=str(log),
+              exit_code=exit_code, device=stage.device)
+    if results and results.get("device"):
+        run.device = results["device"]
+    if results and results.get("data"):
+        run.dataset = results["data"].get("dataset", "")
+        run.synthetic = bool(results["data"].get("synthetic_fallback"))
+    message = _message(stdout, stderr)
+    if exit_code == 0 and results and results.get("status") == "ok" and results.get("epochs"):
+        return _fill_ok(run, results)
+    if results and results.get("status") == "diverged":
+        run.reason = "the loss diverged (NaN or Inf): " + message
+    elif exit_code == EXIT_NOT_IMPLEMENTED:
+        run.status, run.reason = "todo", message
+    elif exit_code == EXIT_USAGE and "cannot run" in message:
+        run.status = "n/a"
+        run.reason = stage.no_model_reason if stage.no_model_reason and not stage.can_run(model) else message
+    elif stage.gpu and exit_code != 0 and says_no_gpu(message) and not re.search(r"^epoch ", stdout or "", re.M):
+        run.status, run.reason = "skipped", without_stage_prefix(message)
+    elif exit_code < 0 and exit_code != -1:
+        run.reason = f"the trainer crashed: killed by {_signal_name(-exit_code)}" + \
+                     (f" after '{message}'" if message != "no output" else "")
+    else:
+        run.reason = f"{message} (exit code {exit_code})"
+    return run
+
+
+def _signal_name(number):
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _fill_ok(run, results):
+    epochs = results["epochs"]
+    data = results.get("data", {})
+    run.status = "ok"
+    run.threads = int(results.get("threads", 1))
+    run.images = int(data.get("train_examples", 0))
+    run.images_per_epoch = full_epoch_images(data) or run.images
+    run.epochs = len(epochs)
+    run.epoch_seconds = [float(e["seconds"]) for e in epochs]
+    run.seconds_measured = statistics.median(run.epoch_seconds)
+    run.seconds_per_epoch = run.seconds_measured * run.images_per_epoch / run.images if run.images else 0.0
+    run.images_per_second = statistics.median(float(e["images_per_second"]) for e in epochs)
+    run.test_accuracy = float(epochs[-1].get("test_accuracy", results.get("final", {}).get("accuracy", 0.0)))
+    if run.seconds_measured <= 0:
+        run.status, run.reason = "error", "the trainer measured 0 seconds for an epoch"
+    return run
+
+
+def static_row(stage, model, status, reason):
+    return Run(stage=stage.id, model=model, status=status, reason=reason, device=stage.device, gpu=stage.gpu)
+
+
+def run_stage(root, build_dir, stage, model, *, out_dir, epochs, batch, limit, seed, dataset, threads=0,
+              extra=(), track="solution", timeout=3600, tag=""):
+    """Runs one trainer (or says why not) and returns its Run; the trainer's output goes to a log
+    file under out_dir/logs, its JSON beside it."""
+    if not stage.can_run(model):
+        return static_row(stage, model, "n/a", stage.no_model_reason or f"stage {stage.nn} cannot run {model}")
+    binary = trainer_path(build_dir, stage, track)
+    if not binary.is_file():
+        return static_row(stage, model, "skipped", not_built_reason(root, build_dir, stage, track))
+    logs = Path(out_dir) / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    name = f"{stage.id}_{model}{tag}"
+    json_path, log_path = (logs / f"{name}.json").resolve(), logs / f"{name}.log"
+    if json_path.exists():
+        json_path.unlink()
+    cmd = trainer_command(binary, stage, model, epochs=epochs, batch=batch, limit=limit, seed=seed, dataset=dataset,
+                          json_path=json_path, threads=threads, extra=extra)
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout)
+        code, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+    except subprocess.TimeoutExpired as e:
+        code = -1
+        stdout = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        stderr = f"timed out after {timeout} s (--timeout)"
+    except OSError as e:
+        code, stdout, stderr = -1, "", f"cannot start {binary}: {e}"
+    wall = time.monotonic() - start
+    log_path.write_text("$ " + " ".join(cmd) + "\n" + stdout + ("\n--- stderr\n" + stderr if stderr else ""))
+    results = None
+    if json_path.is_file():
+        try:
+            results = json.loads(json_path.read_text())
+        except json.JSONDecodeError as e:
+            stderr += f"\nits --json file is not JSON: {e}"
+    shown = [str(Path(cmd[0]).resolve().relative_to(Path(root).resolve()))
+             if Path(cmd[0]).resolve().is_relative_to(Path(root).resolve()) else cmd[0]] + cmd[1:]
+    run = interpret(stage, model, code, stdout, stderr, results, command=shown, log=log_path)
+    run.wall_seconds = wall
+    return run

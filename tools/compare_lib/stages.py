@@ -1,0 +1,127 @@
+"""The stages of the course: what each runs on, which models it can train, what its build needs,
+and why its trainer is missing from a build folder when it is."""
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CONV_MODELS = ("cnn", "cnn-deep")
+MODELS = ("mlp",) + CONV_MODELS
+
+
+@dataclass(frozen=True)
+class Stage:
+    id: str                      # the folder name, "02_conv_pool"
+    device: str                  # what the trainer runs on, in words: "CPU, 1 thread", "CPU, all cores", "GPU"
+    gpu: bool = False            # a GPU stage: without a GPU its trainer exits with the reason
+    has_threads: bool = False    # the trainer takes --threads (CPU stages that use more than one core)
+    models: tuple = MODELS       # the named models its trainer can run
+    no_model_reason: str = ""    # why a model outside `models` cannot run, for the table's "n/a" rows
+    needs: str = ""              # what the build needs beyond a C++ compiler, in words
+    extra_args: tuple = field(default_factory=tuple)  # always passed to the trainer
+
+    @property
+    def number(self):
+        return int(self.id[:2])
+
+    @property
+    def nn(self):
+        return self.id[:2]
+
+    def can_run(self, model):
+        return model in self.models
+
+
+# The course's six stages (COURSE.md section 2). A stage folder found under stages/ that is
+# not listed here is compared too, as a CPU stage that runs every model.
+KNOWN_STAGES = (
+    Stage("01_fc_softmax", "CPU, 1 thread", models=("mlp",), no_model_reason="stage 01 has no conv layers"),
+    Stage("02_conv_pool", "CPU, 1 thread"),
+    Stage("03_openmp", "CPU, all cores", has_threads=True, needs="OpenMP"),
+    Stage("04_cuda_matmul", "GPU", gpu=True, models=("mlp",),
+          no_model_reason="stage 04 has no conv layers (it trains the MLP; convolutions reach the GPU in stage 05)",
+          needs="a CUDA toolkit"),
+    Stage("05_im2col_gemm", "GPU", gpu=True, needs="a CUDA toolkit"),
+    Stage("06_cudnn", "GPU", gpu=True, needs="a CUDA toolkit and cuDNN"),
+)
+
+
+def all_stages(root):
+    """The known stages plus any other stages/NN_* folder of the checkout, in course order."""
+    stages = {s.id: s for s in KNOWN_STAGES}
+    stage_root = Path(root) / "stages"
+    if stage_root.is_dir():
+        for d in stage_root.iterdir():
+            if d.is_dir() and re.fullmatch(r"\d\d_\w+", d.name) and d.name not in stages:
+                stages[d.name] = Stage(d.name, "CPU")
+    return sorted(stages.values(), key=lambda s: s.id)
+
+
+def select_stages(stages, wanted):
+    """The stages named in `wanted` ("01,2,03_openmp"; empty = all), in course order.
+    Raises ValueError naming what matches no stage."""
+    if not wanted:
+        return list(stages)
+    picked = []
+    for word in [w.strip() for w in wanted.split(",") if w.strip()]:
+        match = [s for s in stages if s.id == word or (word.isdigit() and s.number == int(word))]
+        if not match:
+            raise ValueError(f"--stages: no stage '{word}' (stages: {', '.join(s.id for s in stages)})")
+        picked += [s for s in match if s not in picked]
+    return sorted(picked, key=lambda s: s.id)
+
+
+def select_models(wanted):
+    models = [w.strip() for w in wanted.split(",") if w.strip()]
+    for m in models:
+        if m not in MODELS:
+            raise ValueError(f"--models: no model '{m}' (models: {', '.join(MODELS)})")
+    if not models:
+        raise ValueError("--models: name at least one model")
+    return list(dict.fromkeys(models))
+
+
+def trainer_path(build_dir, stage, track="solution"):
+    return Path(build_dir) / "bin" / f"s{stage.nn}_train_{track}"
+
+
+def read_cmake_cache(build_dir):
+    """{name: value} of build_dir/CMakeCache.txt; {} when there is none."""
+    cache = {}
+    path = Path(build_dir) / "CMakeCache.txt"
+    if not path.is_file():
+        return cache
+    for line in path.read_text(errors="replace").splitlines():
+        m = re.match(r"^([A-Za-z0-9_.+-]+):[A-Z]+=(.*)$", line)
+        if m:
+            cache[m.group(1)] = m.group(2)
+    return cache
+
+
+def _found(value):
+    return value is not None and value != "" and not value.endswith("NOTFOUND")
+
+
+def not_built_reason(root, build_dir, stage, track="solution"):
+    """Why trainer_path() does not exist, as the table's "skipped" reason."""
+    build_dir = Path(build_dir)
+    name = trainer_path(build_dir, stage, track).name
+    if not (Path(root) / "stages" / stage.id).is_dir():
+        return f"not in this checkout yet (no stages/{stage.id}/)"
+    cache = read_cmake_cache(build_dir)
+    if not cache:
+        return f"{build_dir} is not a configured build folder (tools/course build configures build/default)"
+    tracks = cache.get("COURSE_TRACKS", "solution;exercise").split(";")
+    if track not in tracks:
+        return f"{build_dir} builds only the {'/'.join(tracks)} track (COURSE_TRACKS)"
+    if stage.needs == "OpenMP" and not _found(cache.get("OpenMP_CXX_FLAGS")):
+        return "not built: no OpenMP (install a compiler with OpenMP, e.g. g++ with libgomp)"
+    if stage.gpu:
+        if cache.get("COURSE_SANITIZE"):
+            return f"not built: the {cache['COURSE_SANITIZE']} sanitizer build leaves out the GPU stages"
+        if cache.get("COURSE_ENABLE_CUDA", "ON").upper() in ("OFF", "0", "FALSE", "NO"):
+            return "not built: COURSE_ENABLE_CUDA is OFF"
+        if not list(build_dir.glob("CMakeFiles/*/CMakeCUDACompiler.cmake")):
+            return "not built: no CUDA toolkit (nvcc) was found when the build was configured"
+        if "cuDNN" in stage.needs and not _found(cache.get("CUDNN_LIBRARY")):
+            return "not built: no cuDNN was found when the build was configured"
+    return f"not built in {build_dir} (cmake --build {build_dir} --target {name})"
