@@ -1,6 +1,7 @@
 #include "common/arch.hpp"
 
 #include <cctype>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 
@@ -222,9 +223,31 @@ std::string spec_from_layer_sizes(const std::string& sizes, const std::string& a
   return spec;
 }
 
+namespace {
+
+// At most this many values in one example's activations or in one layer's
+// weights: every stage indexes them with int, and 2^31 - 1 floats are 8 GiB.
+constexpr long kMaxValues = std::numeric_limits<int>::max();
+
+// a * b * c * d when it is at most kMaxValues (each factor at least 1), else -1:
+// checked one factor at a time, so nothing overflows on the way.
+long bounded_product(long a, long b, long c = 1, long d = 1) {
+  long p = 1;
+  for (long f : {a, b, c, d}) {
+    if (f < 1 || f > kMaxValues / p) return -1;
+    p *= f;
+  }
+  return p;
+}
+
+}  // namespace
+
 std::vector<Shape3> layer_shapes(const Arch& arch, Shape3 in, int classes) {
   std::vector<Shape3> out;
   if (arch.layers.empty()) throw std::invalid_argument("architecture spec is empty");
+  if (bounded_product(in.c, in.h, in.w) < 0)
+    throw std::invalid_argument("input shape " + in.str() + " is empty or has more than " +
+                                std::to_string(kMaxValues) + " values");
   Shape3 s = in;
   bool flat = false;  // after a dense or flatten layer there is no image left
   int index = 0;
@@ -234,17 +257,27 @@ std::vector<Shape3> layer_shapes(const Arch& arch, Shape3 in, int classes) {
       return std::invalid_argument("architecture spec, layer " + std::to_string(index) + " '" + l.token() +
                                    "' on input " + s.str() + ": " + why);
     };
+    const std::string too_large = "more than " + std::to_string(kMaxValues) + " (2^31 - 1) ";
     switch (l.kind) {
-      case LayerKind::Dense: s = Shape3{l.units, 1, 1}; flat = true; break;
+      case LayerKind::Dense:
+        if (bounded_product(s.size(), l.units) < 0) throw fail(too_large + "weights");
+        s = Shape3{l.units, 1, 1};
+        flat = true;
+        break;
       case LayerKind::Flatten: s = Shape3{static_cast<int>(s.size()), 1, 1}; flat = true; break;
       case LayerKind::Activation: break;
       case LayerKind::Conv:
       case LayerKind::MaxPool: {
         if (flat) throw fail("needs an image, but an earlier layer flattened it");
-        const int hp = s.h + 2 * l.pad, wp = s.w + 2 * l.pad;
+        // In long: a padded side of a tall image could pass the range of int.
+        const long hp = s.h + 2L * l.pad, wp = s.w + 2L * l.pad;
         if (l.kernel > hp || l.kernel > wp) throw fail("the window is larger than the padded input");
-        const int ho = (hp - l.kernel) / l.stride + 1, wo = (wp - l.kernel) / l.stride + 1;
-        s = Shape3{l.kind == LayerKind::Conv ? l.units : s.c, ho, wo};
+        const long ho = (hp - l.kernel) / l.stride + 1, wo = (wp - l.kernel) / l.stride + 1;
+        const long c = l.kind == LayerKind::Conv ? l.units : s.c;
+        if (bounded_product(c, ho, wo) < 0) throw fail("its output has " + too_large + "values per example");
+        if (l.kind == LayerKind::Conv && bounded_product(l.units, s.c, l.kernel, l.kernel) < 0)
+          throw fail(too_large + "weights");
+        s = Shape3{static_cast<int>(c), static_cast<int>(ho), static_cast<int>(wo)};
         break;
       }
     }

@@ -69,7 +69,9 @@ std::string spec_from_layer_sizes(const std::string& sizes, const std::string& a
 /// Output shape of every layer for an input of shape `input` (element i is the
 /// output of layer i). Throws std::invalid_argument when a layer does not fit
 /// (window larger than its padded input, a spec that does not end in
-/// fc<classes>, ...).
+/// fc<classes>, ...) or is too large: more than 2^31 - 1 values in the input,
+/// in one layer's output per example, or in one layer's weights (every stage
+/// indexes them with int).
 std::vector<Shape3> layer_shapes(const Arch& arch, Shape3 input, int classes);
 
 }  // namespace course

@@ -106,6 +106,8 @@ std::string examples(const std::string& program) {
       {"--layers 784,128:tanh,10", "an MLP by its sizes"},
       {"--arch conv8k5,relu,pool2,fc10", "a custom model"},
       {"--dataset synthetic --json run.json", "no data needed; JSON out"},
+      {"--epochs 20 --checkpoint-every 1 --checkpoint run.ckpt", "a checkpoint after every epoch"},
+      {"--epochs 20 --resume run.ckpt", "continue a stopped run"},
   };
   std::size_t width = 0;
   for (const auto& l : lines) width = std::max(width, program.size() + 1 + l.first.size());
@@ -117,7 +119,7 @@ std::string examples(const std::string& program) {
   }
   return text +
          "\nExit codes: 0 done, 1 data or model-file error, 2 usage error, 3 a task is not implemented yet,\n"
-         "4 the loss diverged (NaN or Inf).";
+         "4 the loss diverged (NaN or Inf), 130 stopped by Ctrl-C (or SIGTERM) after saving a checkpoint.";
 }
 
 std::string base_name(const std::string& path) {
@@ -164,7 +166,12 @@ void configure_trainer_app(CLI::App& app, TrainerOptions& o, const StageInfo& st
   // ---- training
   app.add_option("--epochs", o.epochs, "Passes over the training set (>= 1)")->check(at_least(1))->type_name("N");
   app.add_option("--batch", o.batch, "Minibatch size (>= 1)")->check(at_least(1))->type_name("N");
-  app.add_option("--lr", o.lr, "Learning rate (> 0)")->check(above_zero())->type_name("RATE");
+  app.add_option("--lr", o.lr, "Learning rate (> 0) of the first epoch")->check(above_zero())->type_name("RATE");
+  app.add_option("--lr-schedule", o.lr_schedule,
+                 "How the learning rate changes from epoch to epoch: constant, or cosine "
+                 "(lr * (1 + cos(pi * e / epochs)) / 2 for epoch e = 0, 1, ...)")
+      ->check(CLI::IsMember({"constant", "cosine"}))
+      ->type_name("{constant,cosine}");
   app.add_option("--momentum", o.momentum, "SGD momentum in [0, 1) (0 = plain SGD)")->check(zero_to_below_one())->type_name("M");
   app.add_option("--seed", o.seed, "Seed of the initial weights and the shuffling")
       ->type_name("N");
@@ -174,7 +181,19 @@ void configure_trainer_app(CLI::App& app, TrainerOptions& o, const StageInfo& st
   // ---- model files and output
   app.add_option("--save", o.save, "Save the trained model to FILE")->type_name("FILE");
   auto* load = app.add_option("--load", o.load, "Start from the model saved in FILE")->type_name("FILE");
-  app.add_flag("--evaluate", o.evaluate, "Only evaluate the --load model on the test set")->needs(load);
+  auto* evaluate = app.add_flag("--evaluate", o.evaluate, "Only evaluate the --load model on the test set")->needs(load);
+
+  // ---- checkpoints
+  app.add_option("--checkpoint-every", o.checkpoint_every,
+                 "Save a checkpoint every N epochs (0 = only when stopped by Ctrl-C)")
+      ->check(at_least(0))
+      ->type_name("N");
+  app.add_option("--checkpoint", o.checkpoint, "Where checkpoints go (default: the --resume FILE, else <stage>.ckpt)")
+      ->type_name("FILE");
+  app.add_option("--resume", o.resume, "Continue the run saved in checkpoint FILE up to --epochs")
+      ->type_name("FILE")
+      ->excludes(load)
+      ->excludes(evaluate);
   app.add_flag("--profile", o.profile, "Time every layer, forward and backward (table at the end)");
   app.add_option("--json", o.json, "Write every result to FILE as JSON")->type_name("FILE");
   app.add_flag("--verbose", o.verbose, "Print more detail (data paths, evaluation times)");
@@ -205,10 +224,11 @@ std::optional<int> parse_trainer_options(int argc, const char* const* argv, cons
 nlohmann::json to_json(const TrainerOptions& o) {
   return {{"model", o.model},     {"arch", o.arch},       {"layers", o.layers},   {"activation", o.activation},
           {"loss", o.loss},       {"dataset", o.dataset}, {"data_dir", o.data_dir}, {"epochs", o.epochs},
-          {"batch", o.batch},     {"lr", o.lr},           {"momentum", o.momentum}, {"seed", o.seed},
+          {"batch", o.batch},     {"lr", o.lr},           {"lr_schedule", o.lr_schedule},           {"momentum", o.momentum}, {"seed", o.seed},
           {"threads", o.threads}, {"save", o.save},       {"load", o.load},       {"evaluate", o.evaluate},
           {"limit", o.limit},     {"profile", o.profile}, {"json", o.json},       {"verbose", o.verbose},
-          {"progress", o.progress}};
+          {"progress", o.progress}, {"checkpoint_every", o.checkpoint_every}, {"checkpoint", o.checkpoint},
+          {"resume", o.resume}};
 }
 
 }  // namespace course

@@ -27,13 +27,17 @@ struct TrainerOptions {
   std::string data_dir;                 ///< --data-dir: where the data files are ("" = the usual places)
   int epochs = 10;                      ///< --epochs, at least 1
   int batch = 64;                       ///< --batch, at least 1
-  double lr = 0.01;                     ///< --lr, above 0
+  double lr = 0.02;                     ///< --lr, above 0: the rate of the first epoch
+  std::string lr_schedule = "cosine";   ///< --lr-schedule: constant, or cosine (decays to 0 over the run)
   double momentum = 0.9;                ///< --momentum, in [0, 1)
   std::uint64_t seed = 42;              ///< --seed: initial weights, shuffling and the synthetic set
   int threads = 0;                      ///< --threads (CPU stages): 0 = every core
   std::string save;                     ///< --save FILE: write the trained model
   std::string load;                     ///< --load FILE: start from (or evaluate) a saved model
   bool evaluate = false;                ///< --evaluate: evaluate the --load model on the test set only
+  int checkpoint_every = 0;             ///< --checkpoint-every N: save a checkpoint every N epochs (0 = only on Ctrl-C)
+  std::string checkpoint;               ///< --checkpoint FILE: where checkpoints go ("" = the --resume file, else STAGE_ID.ckpt)
+  std::string resume;                   ///< --resume FILE: continue the run saved in a checkpoint
   long limit = 0;                       ///< --limit N: train on the first N examples (0 = all)
   bool profile = false;                 ///< --profile: time every layer
   std::string json;                     ///< --json FILE: every result, machine-readable
@@ -52,7 +56,8 @@ struct StageInfo {
 /// become the defaults shown by --help), with its checks: --epochs and --batch
 /// at least 1, --lr above 0, --momentum in [0, 1), --limit and --threads at
 /// least 0, --model, --dataset, --loss and --activation from their lists,
-/// --evaluate only with --load, --arch and --layers not together. --threads
+/// --evaluate only with --load, --arch and --layers not together, --resume
+/// neither with --load nor with --evaluate, --checkpoint-every at least 0. --threads
 /// exists only when `stage.has_threads`. Sets the description, the footer of
 /// examples (using `program`, the name the trainer was run as) and the
 /// failure message.

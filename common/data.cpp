@@ -117,14 +117,16 @@ Bytes gunzip(const Bytes& gz, const std::string& path) {
 }
 #endif
 
-/// A file's bytes, decompressed when the content is gzip.
-Bytes read_maybe_gzip(const std::string& path, bool* was_gzip) {
-  Bytes bytes = read_file_bytes(path);
+/// A file's bytes, decompressed into `storage` when the content is gzip
+/// (plain bytes are returned as they are, without a copy).
+const Bytes& unzipped(const Bytes& bytes, const std::string& path, Bytes* storage, bool* was_gzip) {
   *was_gzip = is_gzip(bytes);
   if (!*was_gzip) return bytes;
 #ifdef COURSE_HAVE_ZLIB
-  return gunzip(bytes, path);
+  *storage = gunzip(bytes, path);
+  return *storage;
 #else
+  (void)storage;
   throw DataError(path + ": is gzip-compressed, and this build has no zlib; run `gunzip " + path +
                   "` and try again");
 #endif
@@ -214,8 +216,15 @@ std::vector<std::string> dataset_names() { return {"fashion-mnist", "mnist", "ci
 // ---- IDX (MNIST, Fashion-MNIST) ---------------------------------------------
 
 Dataset load_idx(const std::string& images_path, const std::string& labels_path, const std::string& name) {
+  return parse_idx(read_file_bytes(images_path), images_path, read_file_bytes(labels_path), labels_path, name);
+}
+
+Dataset parse_idx(const std::vector<unsigned char>& images_bytes, const std::string& images_path,
+                  const std::vector<unsigned char>& labels_bytes, const std::string& labels_path,
+                  const std::string& name) {
   bool images_gz = false, labels_gz = false;
-  const Bytes img = read_maybe_gzip(images_path, &images_gz);
+  Bytes img_storage, lab_storage;
+  const Bytes& img = unzipped(images_bytes, images_path, &img_storage, &images_gz);
   check_idx_header(img, images_path, "image", kIdxImagesMagic, 16, images_gz);
   const std::uint32_t n = be32(img.data() + 4), rows = be32(img.data() + 8), cols = be32(img.data() + 12);
   if (rows == 0 || cols == 0 || rows > 65535 || cols > 65535)
@@ -226,7 +235,7 @@ Dataset load_idx(const std::string& images_path, const std::string& labels_path,
                  std::to_string(n) + " images of " + std::to_string(rows) + "x" + std::to_string(cols),
                  images_gz);
 
-  const Bytes lab = read_maybe_gzip(labels_path, &labels_gz);
+  const Bytes& lab = unzipped(labels_bytes, labels_path, &lab_storage, &labels_gz);
   check_idx_header(lab, labels_path, "label", kIdxLabelsMagic, 8, labels_gz);
   const std::uint32_t n_labels = be32(lab.data() + 4);
   check_idx_body(lab, labels_path, 8 + std::uint64_t{n_labels}, std::to_string(n_labels) + " labels",
@@ -265,38 +274,55 @@ Dataset load_idx(const std::string& images_path, const std::string& labels_path,
 
 // ---- CIFAR-10 binary ----------------------------------------------------------
 
-Dataset load_cifar10(const std::vector<std::string>& paths) {
+namespace {
+
+/// An empty CIFAR-10 set whose source is `folder`.
+Dataset empty_cifar10(const std::string& folder) {
+  Dataset d;
+  d.name = "cifar10";
+  d.source = folder;
+  d.shape = Shape3{3, 32, 32};
+  d.classes = 10;
+  d.class_names = {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};
+  return d;
+}
+
+/// Appends the records of one batch file's bytes to `d`.
+void append_cifar10(const Bytes& b, const std::string& path, Dataset& d) {
   // One record: the label byte, then the 32x32 red plane, green plane and blue
   // plane, each row-major: already the C, H, W order the layers use.
   constexpr std::size_t kPixels = 3 * 32 * 32;
   constexpr std::size_t kRecord = 1 + kPixels;
-  if (paths.empty()) throw DataError("load_cifar10: no files given");
-
-  Dataset d;
-  d.name = "cifar10";
-  d.source = folder_of(paths.front());
-  d.shape = Shape3{3, 32, 32};
-  d.classes = 10;
-  d.class_names = {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};
+  if (b.empty() || b.size() % kRecord != 0)
+    throw DataError(path + ": " + std::to_string(b.size()) +
+                    " bytes is not a whole number of CIFAR-10 records (3073 bytes each: 1 label byte "
+                    "and 3072 pixel bytes)");
   const float* unit = byte_to_unit();
-  for (const std::string& path : paths) {
-    const Bytes b = read_file_bytes(path);
-    if (b.empty() || b.size() % kRecord != 0)
-      throw DataError(path + ": " + std::to_string(b.size()) +
-                      " bytes is not a whole number of CIFAR-10 records (3073 bytes each: 1 label byte "
-                      "and 3072 pixel bytes)");
-    const std::size_t records = b.size() / kRecord;
-    for (std::size_t r = 0; r < records; ++r) {
-      const unsigned char* rec = b.data() + r * kRecord;
-      if (rec[0] > 9)
-        throw DataError(path + ": record " + std::to_string(r) + " has label " + std::to_string(rec[0]) +
-                        ", expected 0..9 (is this the binary version of CIFAR-10, not CIFAR-100?)");
-      d.labels.push_back(rec[0]);
-      const std::size_t at = d.images.size();
-      d.images.resize(at + kPixels);
-      for (std::size_t i = 0; i < kPixels; ++i) d.images[at + i] = unit[rec[1 + i]];
-    }
+  const std::size_t records = b.size() / kRecord;
+  for (std::size_t r = 0; r < records; ++r) {
+    const unsigned char* rec = b.data() + r * kRecord;
+    if (rec[0] > 9)
+      throw DataError(path + ": record " + std::to_string(r) + " has label " + std::to_string(rec[0]) +
+                      ", expected 0..9 (is this the binary version of CIFAR-10, not CIFAR-100?)");
+    d.labels.push_back(rec[0]);
+    const std::size_t at = d.images.size();
+    d.images.resize(at + kPixels);
+    for (std::size_t i = 0; i < kPixels; ++i) d.images[at + i] = unit[rec[1 + i]];
   }
+}
+
+}  // namespace
+
+Dataset load_cifar10(const std::vector<std::string>& paths) {
+  if (paths.empty()) throw DataError("load_cifar10: no files given");
+  Dataset d = empty_cifar10(folder_of(paths.front()));
+  for (const std::string& path : paths) append_cifar10(read_file_bytes(path), path, d);
+  return d;
+}
+
+Dataset parse_cifar10(const std::vector<unsigned char>& bytes, const std::string& path) {
+  Dataset d = empty_cifar10(folder_of(path));
+  append_cifar10(bytes, path, d);
   return d;
 }
 
@@ -335,7 +361,11 @@ bool parse_number(const std::string& cell, double* value) {
 
 Dataset load_csv(const std::string& path, std::vector<float>* column_min, std::vector<float>* column_max) {
   const Bytes bytes = read_file_bytes(path);
-  const std::string text(bytes.begin(), bytes.end());
+  return parse_csv(std::string(bytes.begin(), bytes.end()), path, column_min, column_max);
+}
+
+Dataset parse_csv(const std::string& text, const std::string& path, std::vector<float>* column_min,
+                  std::vector<float>* column_max) {
 
   std::size_t width = 0;  // cells per line, set by the first non-blank line
   int width_line = 0;     // ... and which line that was, for the messages
@@ -374,6 +404,12 @@ Dataset load_csv(const std::string& path, std::vector<float>* column_min, std::v
     if (bad != cells.size())
       throw DataError(path + ": line " + std::to_string(line_no) + ", column " + std::to_string(bad + 1) +
                       ": '" + cells[bad] + "' is not a number");
+    // Features become floats: a larger number would turn into Inf and then NaN
+    // when scaled (found by fuzzing, fuzz/regressions/csv).
+    for (std::size_t j = 0; j + 1 < row.size(); ++j)
+      if (std::fabs(row[j]) > std::numeric_limits<float>::max())
+        throw DataError(path + ": line " + std::to_string(line_no) + ", column " + std::to_string(j + 1) + ": '" +
+                        cells[j] + "' is outside the range of a float (about -3.4e38 to 3.4e38)");
     const double y = row.back();
     if (y < 0)
       throw DataError(path + ": line " + std::to_string(line_no) + ": label " + cells.back() +

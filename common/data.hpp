@@ -58,7 +58,7 @@ std::vector<std::string> dataset_names();
 /// Loads a training and a test set.
 ///
 /// fashion-mnist and mnist are searched in `data_dir` (when given), then
-/// ./data/<name>, ./data, and for fashion-mnist /usr/share/datasets/fashion-mnist
+/// ./data/NAME, ./data, and for fashion-mnist /usr/share/datasets/fashion-mnist
 /// (Debian package dataset-fashion-mnist). cifar10 is searched in data_dir,
 /// ./data/cifar10 and ./data/cifar-10-batches-bin; csv reads train.csv and
 /// test.csv from data_dir. When a data set other than csv is not found and no
@@ -72,8 +72,19 @@ DataSplit load_data(const DataOptions& options);
 /// Reads an IDX image file and its label file (gzip or plain, by content).
 Dataset load_idx(const std::string& images_path, const std::string& labels_path, const std::string& name);
 
+/// The parser of load_idx() on the two files' bytes already in memory (gzip or
+/// plain, by content); the paths only name them in messages and give
+/// Dataset::source. Throws DataError like load_idx().
+Dataset parse_idx(const std::vector<unsigned char>& images_bytes, const std::string& images_path,
+                  const std::vector<unsigned char>& labels_bytes, const std::string& labels_path,
+                  const std::string& name);
+
 /// Reads CIFAR-10 binary batches (each record: 1 label byte, 3072 pixel bytes).
 Dataset load_cifar10(const std::vector<std::string>& paths);
+
+/// The parser of load_cifar10() on the bytes of one batch file already in
+/// memory; `path` only names it. Throws DataError like load_cifar10().
+Dataset parse_cifar10(const std::vector<unsigned char>& bytes, const std::string& path);
 
 /// Reads a CSV file: one example per line, numeric features first, an integer
 /// class label last; an optional header line of non-numeric cells is skipped.
@@ -83,6 +94,11 @@ Dataset load_cifar10(const std::vector<std::string>& paths);
 /// range, as in a test set scaled with its training set's range, are clamped;
 /// a constant column becomes 0. classes is the largest label + 1.
 Dataset load_csv(const std::string& path, std::vector<float>* column_min, std::vector<float>* column_max);
+
+/// The parser of load_csv() on the file's text already in memory; `path` only
+/// names it. Throws DataError like load_csv().
+Dataset parse_csv(const std::string& text, const std::string& path, std::vector<float>* column_min,
+                  std::vector<float>* column_max);
 
 /// The built-in synthetic set: `n` examples of shape `shape` in `classes`
 /// classes, each class a distinct pattern plus noise. Deterministic in `seed`.

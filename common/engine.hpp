@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -33,9 +34,21 @@ struct LayerTime {
   long calls = 0;
 };
 
-/// Called after each training batch with the examples done so far this epoch
-/// and their running loss sum (engines that keep the loss on a device may pass NaN).
+/// Called after each training batch (after its SGD step) with the examples
+/// done so far this epoch and their running loss sum. Engines that keep the
+/// loss on a device pass NaN on every batch and say so with
+/// Engine::reports_batch_loss() (false); the trainer then checks the loss
+/// once per epoch. The trainer may throw from the callback, to stop the epoch
+/// after this batch (Ctrl-C, a diverged loss): an engine lets that exception
+/// pass and need not finish the epoch.
 using BatchCallback = std::function<void(long examples_done, double loss_sum)>;
+
+/// What an engine that cannot save or restore its optimizer state throws from
+/// Engine::get_optimizer_state() and Engine::set_optimizer_state().
+class CheckpointNotSupported : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 /// Everything an engine needs to build its model.
 struct EngineConfig {
@@ -58,8 +71,15 @@ class Engine {
   virtual ~Engine() = default;
   /// "CPU, 1 thread", "NVIDIA H100 80GB HBM3"
   virtual std::string device() const = 0;
-  /// One pass over `train` in the order of course::epoch_order(n, seed, epoch).
+  /// One pass over `train` in the order of course::epoch_order(n, seed, epoch),
+  /// in batches of EngineConfig::batch taken from the start of that order. A
+  /// resumed run may pass a Dataset other than the one of the epoch before (the
+  /// examples an interrupted epoch had left, laid out so that this order visits
+  /// them as the interrupted epoch would have), so cache nothing by its address.
   virtual EpochStats train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) = 0;
+  /// Sets the learning rate of the SGD steps that follow. The trainer calls it
+  /// before every epoch with the rate its schedule gives (--lr-schedule).
+  virtual void set_learning_rate(double lr) = 0;
   /// Forward passes only; fills predictions (one class per example) when given.
   virtual EpochStats evaluate(const Dataset& data, std::vector<int>* predictions) = 0;
   /// Host copies of every parameter, in model order ("fc1.weight", "fc1.bias", ...).
@@ -69,6 +89,27 @@ class Engine {
   /// Per-layer times since the last reset (empty unless EngineConfig::profile).
   virtual std::vector<LayerTime> layer_times() const { return {}; }
   virtual void reset_layer_times() {}
+
+  /// True when the loss_sum the engine passes to its BatchCallback is the real
+  /// running sum; false (the default) when it passes NaN because the loss stays
+  /// on the device until the epoch ends. The trainer stops a diverged run at
+  /// the first batch whose loss is NaN or Inf only when this is true.
+  virtual bool reports_batch_loss() const { return false; }
+  /// Host copies of everything besides the parameters that training changes
+  /// and a resumed run needs to continue bit for bit: for SGD with momentum the
+  /// velocity of every parameter, in model order ("fc1.weight.velocity", ...).
+  /// A checkpoint (common/checkpoint.hpp) saves it next to the parameters. The
+  /// data order needs no state: it is course::epoch_order(n, seed, epoch).
+  /// The default throws CheckpointNotSupported: that stage cannot checkpoint.
+  virtual std::vector<NamedTensor> get_optimizer_state() {
+    throw CheckpointNotSupported("this stage cannot checkpoint: its engine does not expose its optimizer state");
+  }
+  /// Replaces the state get_optimizer_state() returns (same names and shapes).
+  /// The default throws CheckpointNotSupported.
+  virtual void set_optimizer_state(const std::vector<NamedTensor>& state) {
+    (void)state;
+    throw CheckpointNotSupported("this stage cannot checkpoint: its engine does not expose its optimizer state");
+  }
 };
 
 /// Builds a stage's engine; throws std::invalid_argument for a model the stage cannot run.

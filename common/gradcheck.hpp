@@ -25,7 +25,7 @@ namespace course {
 struct GradCheckOptions {
   double eps = 1e-5;        ///< finite-difference step
   double tolerance = 1e-6;  ///< largest relative error that passes
-  double tiny = 1e-7;       ///< floor of the denominator
+  double tiny = 1e-6;       ///< floor of the denominator
   int max_samples = 64;     ///< entries checked per tensor (all when the tensor is smaller)
   std::uint64_t seed = 7;   ///< which entries are sampled
 };

@@ -222,7 +222,10 @@ ModelFile load_model(const std::string& path) {
   }
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw ModelFileError("model file '" + path + "' cannot be read: " + error_text(errno));
+  return decode_model(bytes, path);
+}
 
+ModelFile decode_model(const std::string& bytes, const std::string& path) {
   Reader r(bytes, bytes.size(), path);
   if (bytes.empty()) r.fail("is empty (0 bytes): not a model file; was an earlier save interrupted?");
   if (bytes.size() < kMagicSize || bytes.compare(0, kMagicSize, kModelMagic, kMagicSize) != 0)

@@ -92,6 +92,11 @@ void save_model(const std::string& path, const ModelFile& model, std::size_t fai
 /// after the checksum, or a checksum mismatch.
 ModelFile load_model(const std::string& path);
 
+/// The parser of load_model() on bytes already in memory (everything
+/// encode_model() returns); `path` names them in the messages. Throws
+/// ModelFileError like load_model().
+ModelFile decode_model(const std::string& bytes, const std::string& path);
+
 /// Checks that a loaded model fits the network this run builds. Throws
 /// ModelFileError saying what differs, e.g. "model.bin holds architecture
 /// 'fc256,relu,fc128,relu,fc10' for input 1x28x28 with 10 classes, but this

@@ -1,6 +1,8 @@
 #include "common/trainer.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdarg>
 #include <cstdio>
 #include <iostream>
@@ -12,6 +14,12 @@
 
 #include <nlohmann/json.hpp>
 
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#define COURSE_HAVE_SIGACTION 1
+#endif
+
+#include "common/checkpoint.hpp"
 #include "common/data.hpp"
 #include "common/metrics.hpp"
 #include "common/model_file.hpp"
@@ -69,10 +77,10 @@ int resolve_threads(const TrainerOptions& o, const StageInfo& stage) {
 // the one the engine has, by name and shape, or set_parameters() would copy
 // numbers into the wrong places.
 void check_tensors_match(const std::vector<NamedTensor>& saved, const std::vector<NamedTensor>& expected,
-                         const std::string& path, const StageInfo& stage) {
+                         const std::string& path, const StageInfo& stage, const std::string& what) {
   if (saved.size() != expected.size())
     throw ModelFileError("model file '" + path + "' holds " + std::to_string(saved.size()) + " tensors, but stage " +
-                         stage.id + " has " + std::to_string(expected.size()) + " parameters for this model");
+                         stage.id + " has " + std::to_string(expected.size()) + " " + what + " for this model");
   for (std::size_t i = 0; i < saved.size(); ++i) {
     const auto& s = saved[i];
     const auto& e = expected[i];
@@ -81,6 +89,142 @@ void check_tensors_match(const std::vector<NamedTensor>& saved, const std::vecto
                            "' of shape " + s.tensor.shape_str() + ", but stage " + stage.id + " expects '" + e.name +
                            "' of shape " + e.tensor.shape_str());
   }
+}
+
+// ---- stopping: Ctrl-C, SIGTERM and a diverged loss ---------------------------
+
+// The signal that asked the run to stop (0: none). A handler may do little
+// more than set a flag of this type; the training loop reads it after every step.
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+void record_stop_signal(int signal) {
+  g_stop_signal = signal;
+#ifdef COURSE_HAVE_SIGACTION
+  // write() is one of the few calls a signal handler may make.
+  static const char kNote[] = "\nstopping after this step to save a checkpoint (press Ctrl-C again to quit at once)\n";
+  if (write(STDERR_FILENO, kNote, sizeof kNote - 1) < 0) {
+  }
+#endif
+}
+
+// While it lives, SIGINT (Ctrl-C) and SIGTERM only set g_stop_signal, once:
+// the handler resets itself, so a second Ctrl-C ends the program at once when
+// a step takes too long. A signal the shell told this process to ignore stays
+// ignored. The destructor puts the previous handlers back.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+#ifdef COURSE_HAVE_SIGACTION
+    for (int i = 0; i < 2; ++i) {
+      struct sigaction action {};
+      action.sa_handler = record_stop_signal;
+      sigemptyset(&action.sa_mask);
+      action.sa_flags = SA_RESETHAND;
+      installed_[i] = sigaction(kSignals[i], nullptr, &previous_[i]) == 0 && previous_[i].sa_handler != SIG_IGN &&
+                      sigaction(kSignals[i], &action, nullptr) == 0;
+    }
+#else
+    for (int i = 0; i < 2; ++i) {
+      previous_[i] = std::signal(kSignals[i], record_stop_signal);
+      installed_[i] = previous_[i] != SIG_ERR;
+    }
+#endif
+  }
+  ~StopSignals() {
+    for (int i = 0; i < 2; ++i) {
+      if (!installed_[i]) continue;
+#ifdef COURSE_HAVE_SIGACTION
+      sigaction(kSignals[i], &previous_[i], nullptr);
+#else
+      std::signal(kSignals[i], previous_[i]);
+#endif
+    }
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+  /// The signal received since construction, or 0.
+  static int received() { return g_stop_signal; }
+
+ private:
+  static constexpr int kSignals[2] = {SIGINT, SIGTERM};
+  bool installed_[2] = {false, false};
+#ifdef COURSE_HAVE_SIGACTION
+  struct sigaction previous_[2];
+#else
+  void (*previous_[2])(int) = {nullptr, nullptr};
+#endif
+};
+
+// Thrown from the batch callback to end an epoch after the current step. Not
+// a std::exception, so that an engine's own error handling lets it pass.
+struct StopEpoch {
+  bool diverged;       // else a stop signal
+  int step;            // the last step trained, counted from 1 in its epoch
+  long examples_done;  // examples of the epoch trained, that step included
+  double loss_sum;     // the engine's running loss sum at that step
+};
+
+// Where a run starts: `epoch` whole epochs done, then `step` batches
+// (`examples_done` examples) of the next one.
+struct ResumePoint {
+  int epoch = 0;
+  int step = 0;
+  long examples_done = 0;
+};
+
+// "loss is NaN at epoch 3, step 17 of 938: ..." (step 0: not known).
+std::string divergence_message(double loss, int epoch, int step, int steps, double lr) {
+  std::string where = "at epoch " + std::to_string(epoch);
+  if (step > 0)
+    where += ", step " + std::to_string(step) + " of " + std::to_string(steps);
+  else
+    where += " (this stage reports its loss once per epoch, so the first bad step is not known)";
+  return std::string("loss is ") + (std::isinf(loss) ? "Inf" : "NaN") + " " + where +
+         ": the run diverged; try a smaller --lr, e.g. " + fmt("%g", lr / 10) + " (now " + fmt("%g", lr) + ")";
+}
+
+void warn_if_differs(const std::string& flag, bool differs, const std::string& now, const std::string& saved) {
+  if (differs)
+    std::cerr << "warning: " << flag << " " << now << " differs from the checkpoint's " << saved
+              << ": the resumed run will not match an uninterrupted one\n";
+}
+
+// The engine's optimizer state, or a usage error naming the flag that needs it.
+std::vector<NamedTensor> optimizer_state_or_usage_error(Engine& engine, const StageInfo& stage,
+                                                        const std::string& flag) {
+  try {
+    return engine.get_optimizer_state();
+  } catch (const CheckpointNotSupported& e) {
+    throw UsageError(flag + ": stage " + stage.id + " cannot checkpoint (" + e.what() + ")");
+  }
+}
+
+// A word of a command line as a shell reads it back.
+std::string shell_quoted(const std::string& word) {
+  if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                              "_-+=./:,@%") == std::string::npos)
+    return word;
+  std::string q = "'";
+  for (char ch : word) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
+// The command that continues a stopped run: the same words without --load and
+// --resume (which --resume replaces), then --resume FILE.
+std::string resume_command(const std::vector<std::string>& command, const std::string& checkpoint) {
+  std::string line;
+  for (std::size_t i = 0; i < command.size(); ++i) {
+    const std::string& w = command[i];
+    if (i > 0 && (w == "--load" || w == "--resume")) {
+      ++i;  // and its value
+      continue;
+    }
+    if (i > 0 && (w.rfind("--load=", 0) == 0 || w.rfind("--resume=", 0) == 0)) continue;
+    line += (line.empty() ? "" : " ") + shell_quoted(w);
+  }
+  return line + " --resume " + shell_quoted(checkpoint);
 }
 
 // The per-layer table of --profile: milliseconds per batch, forward and backward.
@@ -154,7 +298,7 @@ void write_json(const TrainerOptions& o, const json& results) {
 
 // The run after parsing. Errors leave as exceptions; run_trainer() turns them into exit codes.
 int train_or_evaluate(const TrainerOptions& o, const StageInfo& stage, const EngineFactory& make_engine,
-                      const Timer& total_timer) {
+                      const std::vector<std::string>& command, const Timer& total_timer) {
   json results;
   results["stage"] = {{"id", stage.id}, {"title", stage.title}};
   results["options"] = to_json(o);
@@ -235,7 +379,7 @@ int train_or_evaluate(const TrainerOptions& o, const StageInfo& stage, const Eng
   if (!o.load.empty()) {
     ModelFile model = load_model(o.load);
     check_model_matches(model, spec, train.shape, train.classes, o.load);
-    check_tensors_match(model.tensors, engine->get_parameters(), o.load, stage);
+    check_tensors_match(model.tensors, engine->get_parameters(), o.load, stage, "parameters");
     engine->set_parameters(model.tensors);
     std::cout << "loaded " << o.load << " (saved by stage " << (model.stage.empty() ? "?" : model.stage) << ")\n";
     results["loaded_from"] = o.load;
@@ -245,8 +389,8 @@ int train_or_evaluate(const TrainerOptions& o, const StageInfo& stage, const Eng
                              std::to_string(parameters) + " parameters) | " + train.name + " " +
                              std::to_string(train.size()) + " train, " + std::to_string(test.size()) + " test, " +
                              train.shape.str() + " | " +
-                             fmt("batch %d  lr %g  momentum %g  seed %llu", o.batch, o.lr, o.momentum,
-                                 static_cast<unsigned long long>(o.seed));
+                             fmt("batch %d  lr %g %s  momentum %g  seed %llu", o.batch, o.lr, o.lr_schedule.c_str(),
+                                 o.momentum, static_cast<unsigned long long>(o.seed));
 
   // ---- evaluate only
   if (o.evaluate) {
@@ -265,63 +409,225 @@ int train_or_evaluate(const TrainerOptions& o, const StageInfo& stage, const Eng
     return kExitOk;
   }
 
+  // ---- checkpoints: where they go, and a run to continue (--resume)
+  const std::string checkpoint_path = !o.checkpoint.empty() ? o.checkpoint
+                                      : !o.resume.empty()   ? o.resume
+                                                            : stage.id + ".ckpt";
+  const std::uint64_t labels_hash = labels_fingerprint(train);
+  if (o.checkpoint_every > 0) optimizer_state_or_usage_error(*engine, stage, "--checkpoint-every");
+  results["epochs"] = json::array();
+  ResumePoint start;  // where training starts: epoch 0, step 0 unless resumed
+  if (!o.resume.empty()) {
+    const Checkpoint c = load_checkpoint(o.resume);
+    check_model_matches(c.model, spec, train.shape, train.classes, o.resume);
+    check_tensors_match(c.model.tensors, engine->get_parameters(), o.resume, stage, "parameters");
+    check_tensors_match(c.optimizer, optimizer_state_or_usage_error(*engine, stage, "--resume"), o.resume, stage,
+                        "optimizer tensors");
+    if (c.dataset != o.dataset || c.train_examples != train.size() || c.labels_hash != labels_hash)
+      throw UsageError("checkpoint '" + o.resume + "' continues a run on " + std::to_string(c.train_examples) +
+                       " training examples of " + c.dataset + ", but this run has " + std::to_string(train.size()) +
+                       " of " + o.dataset +
+                       (c.train_examples == train.size() && c.dataset == o.dataset ? " with other labels" : "") +
+                       ": resume with the --dataset, --data-dir and --limit of that run");
+    warn_if_differs("--seed", o.seed != c.seed, std::to_string(o.seed), std::to_string(c.seed));
+    warn_if_differs("--batch", o.batch != c.batch, std::to_string(o.batch), std::to_string(c.batch));
+    warn_if_differs("--lr", o.lr != c.lr, fmt("%g", o.lr), fmt("%g", c.lr));
+    warn_if_differs("--lr-schedule", o.lr_schedule != c.lr_schedule, o.lr_schedule, c.lr_schedule);
+    // A constant rate does not depend on --epochs; a schedule over the run does.
+    warn_if_differs("--epochs", o.lr_schedule != "constant" && o.epochs != c.epochs, std::to_string(o.epochs),
+                    std::to_string(c.epochs) + " (the " + o.lr_schedule + " schedule spans --epochs)");
+    warn_if_differs("--momentum", o.momentum != c.momentum, fmt("%g", o.momentum), fmt("%g", c.momentum));
+    warn_if_differs("--loss", o.loss != c.loss, o.loss, c.loss);
+    engine->set_parameters(c.model.tensors);
+    engine->set_optimizer_state(c.optimizer);
+    start = {c.epoch, c.step, c.examples_done};
+    results["epochs"] = json::parse(c.history);
+    results["resumed_from"] = {{"file", o.resume}, {"epoch", c.epoch + 1}, {"step", c.step}};
+    if (c.examples_done > 0)
+      std::cout << "resumed " << o.resume << ": epoch " << c.epoch + 1 << ", after step " << c.step << " ("
+                << c.examples_done << " of " << train.size() << " examples of that epoch done)\n";
+    else
+      std::cout << "resumed " << o.resume << " after epoch " << c.epoch << "\n";
+  }
+  // Everything that goes into a checkpoint after `epochs_done` whole epochs
+  // and `done` examples (`step` batches) of the next one.
+  auto make_checkpoint = [&](int epochs_done, int step, long done) {
+    Checkpoint c;
+    c.model.arch = spec;
+    c.model.input = train.shape;
+    c.model.classes = train.classes;
+    c.model.stage = stage.id;
+    c.model.tensors = engine->get_parameters();
+    c.optimizer = engine->get_optimizer_state();
+    c.epoch = epochs_done;
+    c.step = step;
+    c.examples_done = done;
+    c.seed = o.seed;
+    c.batch = o.batch;
+    c.lr = o.lr;
+    c.lr_schedule = o.lr_schedule;
+    c.epochs = o.epochs;
+    c.momentum = o.momentum;
+    c.loss = o.loss;
+    c.dataset = o.dataset;
+    c.train_examples = train.size();
+    c.labels_hash = labels_hash;
+    c.history = results["epochs"].dump();
+    return c;
+  };
+  // Saves a checkpoint for a stop (Ctrl-C or SIGTERM) and says how to go on.
+  auto stop_for_signal = [&](int epochs_done, int step, long done, const std::string& where) -> int {
+    const char* what = StopSignals::received() == SIGTERM ? "SIGTERM" : "Ctrl-C";
+    std::cout.flush();
+    results["status"] = "interrupted";
+    results["stopped_at"] = {{"epoch", epochs_done + 1}, {"step", step}};
+    bool saved = false;
+    try {
+      save_checkpoint(checkpoint_path, make_checkpoint(epochs_done, step, done));
+      saved = true;
+    } catch (const CheckpointNotSupported& e) {
+      std::cerr << "stopped by " << what << " " << where << "; nothing was saved: " << e.what() << "\n";
+    } catch (const CheckpointError& e) {
+      std::cerr << "stopped by " << what << " " << where << "; the checkpoint could not be saved: " << e.what()
+                << "\n";
+      results["status"] = "interrupted, checkpoint failed";
+      results["total_seconds"] = total_timer.seconds();
+      write_json(o, results);
+      return kExitError;
+    }
+    if (saved) {
+      results["checkpoint"] = checkpoint_path;
+      std::cerr << "stopped by " << what << " " << where << "; saved the checkpoint " << checkpoint_path << "\n"
+                << "continue with: " << resume_command(command, checkpoint_path) << "\n";
+    }
+    results["total_seconds"] = total_timer.seconds();
+    write_json(o, results);
+    return kExitInterrupted;
+  };
+
   // ---- train
   std::cout << header << "\n";
   if (o.verbose)
     std::cout << "loss " << o.loss << ", " << o.epochs << " epochs, threads " << config.threads
-              << (o.profile ? ", profiling every layer" : "") << "\n";
+              << (o.profile ? ", profiling every layer" : "")
+              << (o.checkpoint_every > 0 ? ", a checkpoint every " + std::to_string(o.checkpoint_every) +
+                                               " epochs to " + checkpoint_path
+                                         : std::string())
+              << "\n";
   std::cout.flush();
-  results["epochs"] = json::array();
   const int epoch_width = static_cast<int>(std::to_string(o.epochs).size());
+  const int steps_per_epoch = (train.size() + o.batch - 1) / o.batch;
+  const bool batch_loss = engine->reports_batch_loss();
   std::vector<LayerTime> last_times;
   long last_batches = 0;
   Evaluation ev;
-  for (int epoch = 1; epoch <= o.epochs; ++epoch) {
-    if (o.profile) engine->reset_layer_times();
-    EpochStats stats;
-    double train_seconds = 0;
-    {
-      ProgressBar bar(fmt("epoch %*d/%d", epoch_width, epoch, o.epochs), train.size(), o.progress);
-      Timer timer;
-      stats = engine->train_epoch(train, epoch - 1, [&bar](long done, double loss_sum) {
-        const bool show_loss = std::isfinite(loss_sum) && done > 0;
-        bar.update(done, show_loss ? fmt("loss %.4f", loss_sum / static_cast<double>(done)) : std::string());
-      });
-      train_seconds = timer.seconds();
-      bar.finish();
-    }
-    if (o.profile) {
-      last_times = engine->layer_times();
-      last_batches = (stats.seen + o.batch - 1) / o.batch;
-    }
-    const double loss = stats.seen > 0 ? stats.loss_sum / static_cast<double>(stats.seen) : std::nan("");
-    const double images_per_s = train_seconds > 0 ? static_cast<double>(stats.seen) / train_seconds : 0.0;
-    if (!std::isfinite(loss)) {
-      std::cout.flush();
-      std::cerr << "loss is " << (std::isinf(loss) ? "Inf" : "NaN") << " at epoch " << epoch
-                << ": the run diverged; try a smaller --lr (now " << fmt("%g", o.lr) << ")\n";
-      results["epochs"].push_back({{"epoch", epoch}, {"loss", nullptr}, {"seconds", train_seconds}});
-      results["status"] = "diverged";
-      results["total_seconds"] = total_timer.seconds();
-      write_json(o, results);
-      return kExitDiverged;
-    }
+  bool trained = false;
+  {
+    const StopSignals stop_signals;  // Ctrl-C stops after the current step while it lives
+    for (int epoch = start.epoch + 1; epoch <= o.epochs; ++epoch) {
+      // A resumed run may start inside an epoch: its engine then trains the
+      // examples that epoch had left, in the order it would have seen them.
+      const bool partial = epoch == start.epoch + 1 && start.examples_done > 0;
+      const long offset = partial ? start.examples_done : 0;
+      Dataset rest;
+      if (partial) rest = remaining_examples(train, o.seed, epoch - 1, offset);
+      const Dataset& part = partial ? rest : train;
+      if (o.profile) engine->reset_layer_times();
+      EpochStats stats;
+      double train_seconds = 0;
+      int step = partial ? start.step : 0;
+      try {
+        ProgressBar bar(fmt("epoch %*d/%d", epoch_width, epoch, o.epochs), train.size(), o.progress);
+        Timer timer;
+        engine->set_learning_rate(scheduled_learning_rate(o.lr, o.lr_schedule, epoch - 1, o.epochs));
+        stats = engine->train_epoch(part, epoch - 1, [&](long done, double loss_sum) {
+          ++step;
+          const long total_done = offset + done;
+          const bool show_loss = std::isfinite(loss_sum) && done > 0;
+          bar.update(total_done, show_loss ? fmt("loss %.4f", loss_sum / static_cast<double>(done)) : std::string());
+          if (batch_loss && !std::isfinite(loss_sum)) throw StopEpoch{true, step, total_done, loss_sum};
+          // After the last step the epoch is complete: it ends as usual and the
+          // stop is taken at the epoch boundary below.
+          if (StopSignals::received() && total_done < train.size()) throw StopEpoch{false, step, total_done, loss_sum};
+        });
+        train_seconds = timer.seconds();
+        bar.finish();
+      } catch (const StopEpoch& stop) {
+        if (!stop.diverged)
+          return stop_for_signal(epoch - 1, stop.step, stop.examples_done,
+                                 "after step " + std::to_string(stop.step) + " of " + std::to_string(steps_per_epoch) +
+                                     " in epoch " + std::to_string(epoch));
+        std::cout.flush();
+        std::cerr << divergence_message(stop.loss_sum, epoch, stop.step, steps_per_epoch, o.lr) << "\n";
+        results["epochs"].push_back({{"epoch", epoch}, {"loss", nullptr}, {"step", stop.step}});
+        results["status"] = "diverged";
+        results["total_seconds"] = total_timer.seconds();
+        write_json(o, results);
+        return kExitDiverged;
+      }
+      if (o.profile) {
+        last_times = engine->layer_times();
+        last_batches = (stats.seen + o.batch - 1) / o.batch;
+      }
+      const double loss = stats.seen > 0 ? stats.loss_sum / static_cast<double>(stats.seen) : std::nan("");
+      const double images_per_s = train_seconds > 0 ? static_cast<double>(stats.seen) / train_seconds : 0.0;
+      if (!std::isfinite(loss)) {
+        // An engine that reports its loss per batch stopped above at the
+        // first bad step; here the step is not known.
+        std::cout.flush();
+        std::cerr << divergence_message(loss, epoch, 0, steps_per_epoch, o.lr) << "\n";
+        results["epochs"].push_back({{"epoch", epoch}, {"loss", nullptr}, {"seconds", train_seconds}});
+        results["status"] = "diverged";
+        results["total_seconds"] = total_timer.seconds();
+        write_json(o, results);
+        return kExitDiverged;
+      }
 
+      ev = evaluate_test(*engine, test);
+      trained = true;
+      const double train_acc = percent(stats.correct, stats.seen);
+      const double test_acc = percent(ev.stats.correct, ev.stats.seen);
+      std::string line = fmt("epoch %*d/%d  loss %.4f  train %.2f%%  test %.2f%%  %.2f s  %.0f img/s", epoch_width,
+                             epoch, o.epochs, loss, train_acc, test_acc, train_seconds, images_per_s);
+      if (partial)
+        line += fmt("  (resumed after step %d: loss and train accuracy of its last %ld examples)", start.step,
+                    stats.seen);
+      if (o.verbose) line += fmt("  (test eval %.2f s)", ev.seconds);
+      std::cout << line << std::endl;  // flushed, so a redirected log shows progress as it happens
+      json entry = {{"epoch", epoch},
+                    {"loss", loss},
+                    {"train_accuracy", fraction(stats.correct, stats.seen)},
+                    {"test_accuracy", fraction(ev.stats.correct, ev.stats.seen)},
+                    {"test_loss", ev.stats.seen > 0 ? ev.stats.loss_sum / static_cast<double>(ev.stats.seen) : 0.0},
+                    {"seconds", train_seconds},
+                    {"images_per_second", images_per_s},
+                    {"eval_seconds", ev.seconds}};
+      if (partial) {
+        entry["resumed_after_step"] = start.step;
+        entry["examples"] = stats.seen;
+      }
+      results["epochs"].push_back(entry);
+
+      const bool periodic = o.checkpoint_every > 0 && epoch % o.checkpoint_every == 0;
+      if (periodic) {
+        // A checkpoint that cannot be written (a full disk) must not end the
+        // run it protects: the previous one is still whole, so warn and go on.
+        try {
+          save_checkpoint(checkpoint_path, make_checkpoint(epoch, 0, 0));
+          if (o.verbose) std::cout << "saved the checkpoint " << checkpoint_path << " after epoch " << epoch << "\n";
+        } catch (const CheckpointError& e) {
+          std::cerr << "warning: " << e.what() << "; training goes on\n";
+        }
+      }
+      if (StopSignals::received() && epoch < o.epochs)
+        return stop_for_signal(epoch, 0, 0, "after epoch " + std::to_string(epoch));
+    }
+  }
+  if (!trained) {
+    std::cout << "the run has done " << start.epoch << " epochs"
+              << (start.step > 0 ? " and " + std::to_string(start.step) + " steps of the next" : std::string())
+              << " of the --epochs " << o.epochs << " asked for: nothing left to train (raise --epochs to go on)\n";
     ev = evaluate_test(*engine, test);
-    const double train_acc = percent(stats.correct, stats.seen);
-    const double test_acc = percent(ev.stats.correct, ev.stats.seen);
-    std::string line = fmt("epoch %*d/%d  loss %.4f  train %.2f%%  test %.2f%%  %.2f s  %.0f img/s", epoch_width,
-                           epoch, o.epochs, loss, train_acc, test_acc, train_seconds, images_per_s);
-    if (o.verbose) line += fmt("  (test eval %.2f s)", ev.seconds);
-    std::cout << line << std::endl;  // flushed, so a redirected log shows progress as it happens
-    results["epochs"].push_back({{"epoch", epoch},
-                                 {"loss", loss},
-                                 {"train_accuracy", fraction(stats.correct, stats.seen)},
-                                 {"test_accuracy", fraction(ev.stats.correct, ev.stats.seen)},
-                                 {"test_loss", ev.stats.seen > 0 ? ev.stats.loss_sum / static_cast<double>(ev.stats.seen) : 0.0},
-                                 {"seconds", train_seconds},
-                                 {"images_per_second", images_per_s},
-                                 {"eval_seconds", ev.seconds}});
   }
 
   // ---- the end: report, profile, model file, JSON
@@ -378,6 +684,12 @@ long count_parameters(const Arch& arch, Shape3 input, int classes) {
   return total;
 }
 
+double scheduled_learning_rate(double lr, const std::string& schedule, int epoch, int epochs) {
+  if (schedule == "constant") return lr;
+  if (schedule == "cosine") return lr * 0.5 * (1.0 + std::cos(M_PI * epoch / std::max(epochs, 1)));
+  throw std::invalid_argument("unknown learning-rate schedule '" + schedule + "' (constant, cosine)");
+}
+
 int run_trainer(int argc, char** argv, const StageInfo& stage, const EngineFactory& make_engine,
                 const std::function<void(CLI::App&)>& extra_options) {
   const Timer total_timer;
@@ -391,7 +703,8 @@ int run_trainer(int argc, char** argv, const StageInfo& stage, const EngineFacto
   try {
     TrainerOptions options;
     if (auto code = parse_trainer_options(argc, argv, stage, options, extra_options, std::cout, std::cerr)) return *code;
-    return train_or_evaluate(options, stage, make_engine, total_timer);
+    const std::vector<std::string> command(argv, argv + argc);
+    return train_or_evaluate(options, stage, make_engine, command, total_timer);
   } catch (const NotImplemented& e) {
     // Only the message: it names the task, the file and the lesson page.
     return fail(e.what(), kExitNotImplemented);

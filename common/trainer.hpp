@@ -33,7 +33,8 @@ enum TrainerExit : int {
   kExitError = 1,           ///< a data or model-file error (the message names the file), or another runtime error
   kExitUsage = 2,           ///< a bad command line, or a model that does not fit the data or the stage
   kExitNotImplemented = 3,  ///< an exercise hole was reached (course::NotImplemented): the message names the task
-  kExitDiverged = 4,        ///< the mean loss of an epoch was NaN or Inf
+  kExitDiverged = 4,        ///< the loss of a step (or, for engines that report it once per epoch, of an epoch) was NaN or Inf
+  kExitInterrupted = 130,   ///< stopped by Ctrl-C or SIGTERM after a step, with a checkpoint saved (128 + SIGINT, as shells report Ctrl-C)
 };
 
 /// Runs a whole trainer and returns its exit code; never throws.
@@ -58,8 +59,33 @@ enum TrainerExit : int {
 /// the final test accuracy, the per-class table, the confusion matrix, the
 /// --profile table (per-layer forward and backward ms per batch of the last
 /// epoch), the --save model file and the --json file (written atomically).
+///
+/// Safety (docs/robustness.md):
+/// - A NaN or Inf loss stops the run with kExitDiverged and a message naming
+///   the epoch and the step and suggesting a smaller --lr. The step is known
+///   when the engine reports its loss per batch (Engine::reports_batch_loss());
+///   otherwise the check happens once per epoch and the message says so.
+/// - `--checkpoint-every N` saves a checkpoint (common/checkpoint.hpp) after
+///   every N-th epoch, atomically, to `--checkpoint FILE` (default: the
+///   --resume file, else `<stage id>.ckpt`); a checkpoint that cannot be
+///   written is a warning, and training goes on.
+/// - `--resume FILE` restores the parameters and the optimizer state
+///   (Engine::set_optimizer_state()) and continues at the epoch and step
+///   saved, up to --epochs: same seed and settings, bit-identical parameters
+///   to a run never stopped. Other data is refused; other settings are warned about.
+/// - Ctrl-C (SIGINT) or SIGTERM during training finishes the current step,
+///   saves a checkpoint, prints the command that continues the run and
+///   returns kExitInterrupted; a second Ctrl-C ends the program at once. A
+///   stop inside an epoch resumes inside it: the engine is given the examples
+///   that epoch had left (course::remaining_examples()).
 int run_trainer(int argc, char** argv, const StageInfo& stage, const EngineFactory& make_engine,
                 const std::function<void(CLI::App&)>& extra_options = {});
+
+/// The learning rate of epoch `epoch` (0-based) of `epochs` under `schedule`:
+/// "constant" gives `lr` every epoch; "cosine" gives lr * (1 + cos(pi * epoch / epochs)) / 2,
+/// from `lr` at the first epoch down towards 0 at the last. Every stage uses it, so
+/// the same options give the same rates everywhere.
+double scheduled_learning_rate(double lr, const std::string& schedule, int epoch, int epochs);
 
 /// The canonical architecture spec a run builds, for examples of shape
 /// `input` in `classes` classes:

@@ -22,6 +22,7 @@ class CpuEngine : public Engine {
     net_.enable_profiling(cfg.profile);
   }
   std::string device() const override { return "CPU, 1 thread"; }
+  void set_learning_rate(double lr) override { cfg_.lr = lr; }
   EpochStats train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) override {
     return course::train_epoch(net_, train, cfg_, epoch, on_batch);
   }
@@ -48,6 +49,28 @@ class CpuEngine : public Engine {
   }
   std::vector<LayerTime> layer_times() const override { return net_.times(); }
   void reset_layer_times() override { net_.reset_times(); }
+  /// train_epoch() passes the real running loss to its callback after every step.
+  bool reports_batch_loss() const override { return true; }
+  /// The SGD velocity of every parameter, in model order ("fc1.weight.velocity", ...):
+  /// with the parameters, all a checkpoint needs to continue bit for bit.
+  std::vector<NamedTensor> get_optimizer_state() override {
+    std::vector<NamedTensor> out;
+    for (auto* p : net_.params()) out.push_back({p->name + ".velocity", p->velocity});
+    return out;
+  }
+  void set_optimizer_state(const std::vector<NamedTensor>& state) override {
+    auto mine = net_.params();
+    if (state.size() != mine.size())
+      throw std::invalid_argument("expected " + std::to_string(mine.size()) + " velocity tensors, got " +
+                                  std::to_string(state.size()));
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+      if (state[i].name != mine[i]->name + ".velocity" || state[i].tensor.shape != mine[i]->velocity.shape)
+        throw std::invalid_argument("optimizer tensor " + std::to_string(i) + " is " + state[i].name + " " +
+                                    state[i].tensor.shape_str() + ", expected " + mine[i]->name + ".velocity " +
+                                    mine[i]->velocity.shape_str());
+      mine[i]->velocity.data = state[i].tensor.data;
+    }
+  }
   Network<float>& network() { return net_; }
 
  protected:

@@ -64,7 +64,8 @@ TEST(Cli, DefaultsAreTheCourseDefaults) {
   EXPECT_EQ(o.dataset, "fashion-mnist");
   EXPECT_EQ(o.epochs, 10);
   EXPECT_EQ(o.batch, 64);
-  EXPECT_DOUBLE_EQ(o.lr, 0.01);
+  EXPECT_DOUBLE_EQ(o.lr, 0.02);
+  EXPECT_EQ(o.lr_schedule, "cosine");
   EXPECT_DOUBLE_EQ(o.momentum, 0.9);
   EXPECT_EQ(o.seed, 42u);
   EXPECT_EQ(o.threads, 0);

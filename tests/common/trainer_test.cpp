@@ -43,6 +43,8 @@ class FakeEngine : public Engine {
   FakeEngine(const EngineConfig& config, Mode mode, Record* record) : config_(config), mode_(mode), record_(record) {}
 
   std::string device() const override { return "fake device"; }
+  void set_learning_rate(double lr) override { learning_rates.push_back(lr); }
+  std::vector<double> learning_rates;  // one per epoch, as the trainer set them
 
   EpochStats train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) override {
     record_->epochs.push_back(epoch);
@@ -156,7 +158,7 @@ TEST(Trainer, TrainsAndPrintsWhatAPersonWants) {
   EXPECT_EQ(rec.epochs, (std::vector<int>{0, 1})) << "epochs are passed 0-based, as epoch_order takes them";
   // Header: stage, device, model spec, data, hyper-parameters.
   EXPECT_CONTAINS(r.out, "01_fc_softmax | fake device | mlp fc256,relu,fc128,relu,fc10 (235146 parameters)");
-  EXPECT_CONTAINS(r.out, "batch 64  lr 0.01  momentum 0.9  seed 42");
+  EXPECT_CONTAINS(r.out, "batch 64  lr 0.02 cosine  momentum 0.9  seed 42");
   EXPECT_CONTAINS(r.out, "data: synthetic");
   // One line per epoch.
   const std::regex line1(R"(epoch 1/2  loss 1\.0000  train 80\.00%  test 100\.00%  [0-9.]+ s  [0-9]+ img/s)");
@@ -306,7 +308,9 @@ TEST(Trainer, NaNLossStopsWithExitCode4) {
   Record rec;
   const RunResult r = run(quick({"--lr", "0.5"}), fake_factory(&rec, Mode::NaNLoss));
   EXPECT_EQ(r.code, 4);
-  EXPECT_CONTAINS(r.err, "loss is NaN at epoch 1: the run diverged; try a smaller --lr (now 0.5)");
+  // This fake engine does not report its loss per batch, so the trainer checks once per epoch.
+  EXPECT_CONTAINS(r.err, "loss is NaN at epoch 1 (this stage reports its loss once per epoch");
+  EXPECT_CONTAINS(r.err, "the run diverged; try a smaller --lr, e.g. 0.05 (now 0.5)");
   EXPECT_EQ(rec.epochs.size(), 1u) << "training stops at the first diverged epoch";
 }
 
@@ -315,7 +319,8 @@ TEST(Trainer, InfiniteLossStopsWithExitCode4) {
   const fs::path json_path = fresh_dir() / "run.json";
   const RunResult r = run(quick({"--json", json_path.string()}), fake_factory(&rec, Mode::InfLoss));
   EXPECT_EQ(r.code, 4);
-  EXPECT_CONTAINS(r.err, "loss is Inf at epoch 1: the run diverged; try a smaller --lr (now 0.01)");
+  EXPECT_CONTAINS(r.err, "loss is Inf at epoch 1 (this stage reports its loss once per epoch");
+  EXPECT_CONTAINS(r.err, "the run diverged; try a smaller --lr, e.g. 0.002 (now 0.02)");
   EXPECT_EQ(read_json(json_path)["status"], "diverged");
 }
 

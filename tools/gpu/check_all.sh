@@ -51,7 +51,20 @@ train() {  # train NAME BINARY ARGS...: one trainer run, its JSON kept among the
 say "check_all $MODE on $(hostname), $(date -u +%FT%TZ)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >>"$LOG" 2>&1
 step "configure" 90 cmake -S . -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 -DCOURSE_TRACKS=solution
-if [ "$MODE" = compare ]; then
+if [ "$MODE" = sanitize ]; then
+  # The sanitizer runs that need minutes, and the im2col workspace trade-off.
+  step "build" 300 cmake --build "$BUILD" -j16 --target s04_tests_solution s05_tests_solution \
+    s06_tests_solution s05_train_solution
+  export SANITIZE_LOG_DIR=$OUT/sanitize
+  step "racecheck (stage 04, 05)" 200 env SANITIZE_TOOLS=racecheck SANITIZE_TIMEOUT=95 \
+    SANITIZE_FILTER='Task4_4*:Task4_5*:Task5_*:-*Engine*:*Training*:*Steps*:*AllSizes*' \
+    tools/gpu/sanitize.sh "$BUILD"
+  step "memcheck (stage 06)" 100 env SANITIZE_TOOLS=memcheck SANITIZE_TIMEOUT=90 \
+    SANITIZE_FILTER='Task6_*:Stage06_*:-*Batch64*:*TwoEpochs*' tools/gpu/sanitize.sh "$BUILD"
+  train s05_unroll_image "$BIN/s05_train_solution" --model cnn --epochs 2 --unroll image
+  train s05_unroll_batch "$BIN/s05_train_solution" --model cnn --epochs 2 --unroll batch
+  train s05_unroll_image_cublas "$BIN/s05_train_solution" --model cnn --epochs 2 --unroll image --kernel 0
+elif [ "$MODE" = compare ]; then
   step "build" 300 cmake --build "$BUILD" -j16
   step "ctest -L gpu" 120 ctest --test-dir "$BUILD" -L gpu -j4 --timeout 100 --output-on-failure
   grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Not Run" "$LOG" | tail -20 >"$OUT/ctest_summary.txt"

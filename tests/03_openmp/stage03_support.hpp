@@ -1,0 +1,146 @@
+// Helpers shared by the stage 03 tests: small models, weights drawn without
+// he_init (Task 1.5), replicas built by hand, and comparisons that print the
+// tensor, the worst relative error and where it is.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "01_fc_softmax/cpu_engine.hpp"
+#include "01_fc_softmax/network.hpp"
+#include "02_conv_pool/cnn.hpp"
+#include "03_openmp/replica.hpp"
+#include "common/engine.hpp"
+#include "common/gradcheck.hpp"
+#include "common/rng.hpp"
+#include "course_test.hpp"
+
+namespace course::s03test {
+
+/// A small CNN with every layer kind of stage 02, on 1x12x12 inputs, and a small MLP on 1x6x6.
+inline const char* const kSmallCnn = "conv4k3p1,relu,pool2,conv6k3p1,relu,pool2,flatten,fc16,relu,fc10";
+inline const char* const kSmallMlp = "fc24,relu,fc16,tanh,fc10";
+inline const Shape3 kCnnInput{1, 12, 12};
+inline const Shape3 kMlpInput{1, 6, 6};
+constexpr int kClasses = 10;
+
+/// Weights uniform in +-1/sqrt(fan-in) and biases in +-0.1, drawn here rather
+/// than by he_init, so a stage 03 test does not wait for Task 1.5.
+template <typename T>
+void random_weights(const std::vector<Param<T>*>& params, std::uint64_t seed) {
+  Rng rng(seed, 11);
+  for (Param<T>* p : params) {
+    const bool bias = p->value.shape.size() == 1;
+    const double a = bias ? 0.1 : 1.0 / std::sqrt(static_cast<double>(p->value.size() / p->value.shape[0]));
+    for (auto& v : p->value.data) v = static_cast<T>(rng.uniform(-a, a));
+  }
+}
+
+/// Replicas of a network of `spec` (the master, owned by the caller) with
+/// random weights on the master and different random weights on every copy,
+/// so a copy that forgets to take the master's weights gives wrong numbers.
+template <typename T>
+struct TestReplicas {
+  Network<T> master;
+  ReplicaSet<T> set;
+  TestReplicas(const std::string& spec, Shape3 input, int count, const LayerFactory<T>& make, std::uint64_t seed)
+      : master(parse_arch(spec), input, kClasses, make),
+        set(make_replicas(master, count, parse_arch(spec), input, kClasses, make)) {
+    random_weights(master.params(), seed);
+    for (int t = 1; t < count; ++t) random_weights(set.replicas[t]->params, seed + 100 + t);
+  }
+};
+
+/// The worst entry of a comparison.
+struct Worst {
+  double rel = 0, got = 0, want = 0;
+  std::size_t index = 0;
+};
+
+/// Compares got with want entry by entry, relative to the tensor's largest entry:
+/// |got - want| <= rtol * max(|want|, floor * max|want|), floor = 1 by default.
+///
+/// Rounding errors of a float sum scale with the size of its terms, not of the
+/// result, so an entry that is nearly zero by cancellation (a bias gradient
+/// summed over a batch) is measured against the tensor's scale; rtol = 0 asks
+/// for bit-identical values.
+template <typename T>
+::testing::AssertionResult close(const std::string& what, const T* got, const T* want, const std::vector<int>& shape,
+                                 double rtol, double floor = 1.0) {
+  const std::size_t n = TensorT<T>::count(shape);
+  double scale = 0;
+  for (std::size_t i = 0; i < n; ++i) scale = std::max(scale, std::fabs(static_cast<double>(want[i])));
+  Worst w;
+  bool ok = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double a = got[i], b = want[i];
+    const double denom = std::max(std::fabs(b), floor * scale);
+    const double rel = denom > 0 ? std::fabs(a - b) / denom : std::fabs(a - b) > 0 ? INFINITY : 0.0;
+    if (!(rel <= rtol)) ok = false;
+    if (!(rel <= w.rel)) w = {rel, a, b, i};
+  }
+  if (ok) return ::testing::AssertionSuccess();
+  std::ostringstream s;
+  s.precision(9);
+  s << what << ": worst relative error " << w.rel << " at " << index_to_string(w.index, shape) << " (got " << w.got
+    << ", expected " << w.want << "), tolerance " << rtol;
+  return ::testing::AssertionFailure() << s.str();
+}
+
+/// Every parameter tensor of `got` against `want` (same names and shapes).
+inline void expect_params_close(const std::vector<NamedTensor>& got, const std::vector<NamedTensor>& want,
+                                double rtol, const std::string& context) {
+  ASSERT_EQ(got.size(), want.size()) << context;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].name, want[i].name) << context;
+    ASSERT_EQ(got[i].tensor.shape, want[i].tensor.shape) << context << " " << got[i].name;
+    EXPECT_TRUE(close(context + ", " + got[i].name, got[i].tensor.ptr(), want[i].tensor.ptr(), want[i].tensor.shape, rtol));
+  }
+}
+
+/// Copies of every parameter of `net`, in model order.
+inline std::vector<NamedTensor> parameters_of(Network<float>& net) {
+  std::vector<NamedTensor> out;
+  for (Param<float>* p : net.params()) out.push_back({p->name, p->value});
+  return out;
+}
+
+/// The gradient buffers of two networks of one model, tensor by tensor: after a
+/// step they hold the gradient of that step's batch, which the parameters show
+/// only scaled by the learning rate.
+inline void expect_gradients_close(Network<float>& got, Network<float>& want, double rtol, const std::string& context) {
+  const auto g = got.params(), w = want.params();
+  ASSERT_EQ(g.size(), w.size()) << context;
+  for (std::size_t i = 0; i < g.size(); ++i)
+    EXPECT_TRUE(close(context + ", gradient of " + w[i]->name, g[i]->grad.ptr(), w[i]->grad.ptr(), w[i]->grad.shape, rtol));
+}
+
+/// An engine configuration for a model spec on examples of `input`.
+inline EngineConfig config(const std::string& spec, Shape3 input, int batch, int threads, double lr = 0.05,
+                           double momentum = 0.9, std::uint64_t seed = 3) {
+  EngineConfig cfg;
+  cfg.arch = parse_arch(spec);
+  cfg.input = input;
+  cfg.classes = kClasses;
+  cfg.batch = batch;
+  cfg.lr = lr;
+  cfg.momentum = momentum;
+  cfg.seed = seed;
+  cfg.threads = threads;
+  return cfg;
+}
+
+/// Parameters after one training step: an epoch over a data set of exactly one batch.
+inline std::vector<NamedTensor> after_one_step(Engine& engine, const Dataset& batch) {
+  engine.train_epoch(batch, 0, {});
+  return engine.get_parameters();
+}
+
+}  // namespace course::s03test

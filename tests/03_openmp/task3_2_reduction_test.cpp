@@ -1,0 +1,141 @@
+// Task 3.2: the reduction of the shards' gradients and the one SGD step; then
+// whole data-parallel steps against stage 01 (MLP) and stage 02 (CNN).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "01_fc_softmax/cpu_engine.hpp"
+#include "03_openmp/data_parallel.hpp"
+#include "03_openmp/omp_engine.hpp"
+#include "stage03_support.hpp"
+
+using namespace course;
+using namespace course::s03test;
+
+namespace {
+
+// Random gradients in every replica and random velocities in the master.
+void random_gradients(TestReplicas<float>& r, std::uint64_t seed) {
+  for (std::size_t t = 0; t < r.set.replicas.size(); ++t)
+    for (Param<float>* p : r.set.replicas[t]->params) {
+      const auto g = testkit::random_vector(p->grad.size(), seed + 10 * t + p->grad.size());
+      std::copy(g.begin(), g.end(), p->grad.data.begin());
+    }
+  for (Param<float>* p : r.master.params()) {
+    const auto v = testkit::random_vector(p->velocity.size(), seed + 7 + p->velocity.size(), -0.1, 0.1);
+    std::copy(v.begin(), v.end(), p->velocity.data.begin());
+  }
+}
+
+// reduce_and_update against the formulas in double precision.
+void check_reduction(const std::vector<int>& sizes, std::uint64_t seed) {
+  const int R = static_cast<int>(sizes.size());
+  int B = 0;
+  for (int n : sizes) B += n;
+  SCOPED_TRACE("shard sizes of a batch of " + std::to_string(B) + " among " + std::to_string(R) + " replicas");
+  TestReplicas<float> r(kSmallMlp, kMlpInput, R, make_dense_or_activation<float>, seed);
+  random_gradients(r, seed);
+  std::vector<ShardResult> shards;
+  for (int n : sizes) shards.push_back({n, 0.0, 0});
+  // An empty shard's buffers hold whatever an older batch left: NaN here, which must not leak in.
+  for (int t = 0; t < R; ++t)
+    if (sizes[t] == 0)
+      for (Param<float>* p : r.set.replicas[t]->params)
+        std::fill(p->grad.data.begin(), p->grad.data.end(), std::numeric_limits<float>::quiet_NaN());
+  const float lr = 0.1f, momentum = 0.9f;
+
+  std::vector<std::vector<double>> want_g, want_v, want_w;
+  for (std::size_t p = 0; p < r.master.params().size(); ++p) {
+    Param<float>& m = *r.master.params()[p];
+    std::vector<double> g(m.grad.size(), 0.0), v(g.size()), w(g.size());
+    for (int t = 0; t < R; ++t) {
+      if (sizes[t] == 0) continue;
+      const Param<float>& pt = *r.set.replicas[t]->params[p];
+      for (std::size_t i = 0; i < g.size(); ++i) g[i] += double(sizes[t]) / B * pt.grad[i];
+    }
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      v[i] = double(momentum) * m.velocity[i] + g[i];
+      w[i] = m.value[i] - double(lr) * v[i];
+    }
+    want_g.push_back(g);
+    want_v.push_back(v);
+    want_w.push_back(w);
+  }
+
+  reduce_and_update(r.set.replicas, shards, B, lr, momentum);
+
+  for (std::size_t p = 0; p < want_g.size(); ++p) {
+    const Param<float>& m = *r.master.params()[p];
+    const std::vector<double> got_g(m.grad.data.begin(), m.grad.data.end());
+    const std::vector<double> got_v(m.velocity.data.begin(), m.velocity.data.end());
+    const std::vector<double> got_w(m.value.data.begin(), m.value.data.end());
+    EXPECT_TRUE(close("the master's " + m.name + " gradient, sum_t (n_t/B) g_t", got_g.data(), want_g[p].data(),
+                      m.grad.shape, 1e-5));
+    EXPECT_TRUE(close("the master's " + m.name + " velocity", got_v.data(), want_v[p].data(), m.grad.shape, 1e-5));
+    EXPECT_TRUE(close("the master's " + m.name + " after the step", got_w.data(), want_w[p].data(), m.grad.shape, 1e-5));
+  }
+}
+
+}  // namespace
+
+TEST(Task3_2_Reduction, WeightedSumOfTheShardsThenOneStep) {
+  check_reduction({3, 2, 2}, 31);
+  check_reduction({10}, 32);
+  check_reduction({5, 5, 4, 4}, 33);
+}
+
+TEST(Task3_2_Reduction, EmptyShardsAreLeftOut) {
+  check_reduction({1, 1, 0, 0}, 34);
+  check_reduction({1, 0, 0}, 35);
+}
+
+TEST(Task3_2_Reduction, OneReplicaIsPlainSgdBitForBit) {
+  TestReplicas<float> r(kSmallMlp, kMlpInput, 1, make_dense_or_activation<float>, 36);
+  random_gradients(r, 36);
+  Network<float> ref(parse_arch(kSmallMlp), kMlpInput, kClasses);
+  for (std::size_t p = 0; p < ref.params().size(); ++p) {
+    ref.params()[p]->value = r.master.params()[p]->value;
+    ref.params()[p]->grad = r.master.params()[p]->grad;
+    ref.params()[p]->velocity = r.master.params()[p]->velocity;
+  }
+  reduce_and_update(r.set.replicas, {{9, 0.0, 0}}, 9, 0.05f, 0.9f);
+  for (Param<float>* p : ref.params())
+    sgd_update(p->value.ptr(), p->grad.ptr(), p->velocity.ptr(), static_cast<long>(p->value.size()), 0.05f, 0.9f);
+  for (std::size_t p = 0; p < ref.params().size(); ++p)
+    EXPECT_TRUE(close(ref.params()[p]->name, r.master.params()[p]->value.ptr(), ref.params()[p]->value.ptr(),
+                      ref.params()[p]->value.shape, 0.0, 0.0))
+        << "with one replica the weight n_0/B is exactly 1: the step must equal stage 01's";
+}
+
+// ---- whole steps: Tasks 3.1 and 3.2 together, through the engine ---------------------------
+
+namespace {
+
+// One data-parallel step on T threads against one step of the single-thread engine.
+void check_step(const std::string& spec, Shape3 input, const LayerFactory<float>& make, int B) {
+  const Dataset batch = make_synthetic(B, input, kClasses, 41);
+  for (int T = 1; T <= 4; ++T) {
+    DataParallelEngine parallel(config(spec, input, B, T), make);
+    const auto got = after_one_step(parallel, batch);
+    CpuEngine single(config(spec, input, B, 1), make);
+    const auto want = after_one_step(single, batch);
+    const std::string context = spec + ", batch " + std::to_string(B) + ", " + std::to_string(T) + " threads vs one";
+    expect_gradients_close(parallel.network(), single.network(), 1e-5, context);
+    expect_params_close(got, want, 1e-5, context);
+  }
+}
+
+}  // namespace
+
+TEST(Task3_2_DataParallelStep, MlpMatchesStage01) {
+  check_step(named_model_spec("mlp"), {1, 28, 28}, make_dense_or_activation<float>, 64);
+  check_step(named_model_spec("mlp"), {1, 28, 28}, make_dense_or_activation<float>, 37);  // 37 = 13+12+12 on 3 threads, 10+9+9+9 on 4
+}
+
+TEST(Task3_2_DataParallelStep, CnnMatchesStage02) {
+  check_step(named_model_spec("cnn"), {1, 28, 28}, make_cnn_layer<float>, 64);
+  check_step(named_model_spec("cnn"), {1, 28, 28}, make_cnn_layer<float>, 37);
+}

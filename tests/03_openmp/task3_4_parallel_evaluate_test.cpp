@@ -1,0 +1,63 @@
+// Task 3.4: evaluating a data set with every replica at once gives, bit for
+// bit, what stage 01's evaluate() gives on one thread.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "01_fc_softmax/train.hpp"
+#include "03_openmp/parallel_evaluate.hpp"
+#include "stage03_support.hpp"
+
+using namespace course;
+using namespace course::s03test;
+
+namespace {
+
+void check_evaluate(const std::string& spec, Shape3 input, const LayerFactory<float>& make, int R, int examples,
+                    int batch) {
+  SCOPED_TRACE(spec + ", " + std::to_string(R) + " threads, " + std::to_string(examples) + " examples in batches of " +
+               std::to_string(batch));
+  TestReplicas<float> r(spec, input, R, make, 71);
+  const Dataset data = make_synthetic(examples, input, kClasses, 72);
+  const EngineConfig cfg = config(spec, input, batch, R);
+  std::vector<int> got_predictions;
+  const EpochStats got = evaluate_parallel(r.set.replicas, data, cfg, &got_predictions);
+
+  Network<float> ref(parse_arch(spec), input, kClasses, make);
+  const auto weights = parameters_of(r.master);
+  for (std::size_t p = 0; p < weights.size(); ++p) ref.params()[p]->value.data = weights[p].tensor.data;
+  std::vector<int> want_predictions;
+  const EpochStats want = evaluate(ref, data, cfg, &want_predictions);
+
+  EXPECT_EQ(got.seen, want.seen);
+  EXPECT_EQ(got.correct, want.correct);
+  EXPECT_EQ(got.loss_sum, want.loss_sum) << "the per-batch losses, added in batch order, must match bit for bit";
+  ASSERT_EQ(got_predictions.size(), want_predictions.size());
+  int wrong = 0;
+  for (std::size_t i = 0; i < want_predictions.size(); ++i) wrong += got_predictions[i] != want_predictions[i];
+  EXPECT_EQ(wrong, 0) << "predictions differ from stage 01's on " << wrong << " examples";
+}
+
+}  // namespace
+
+TEST(Task3_4_ParallelEvaluate, MlpSameAsStage01BitForBit) {
+  for (int R = 1; R <= 4; ++R) check_evaluate(kSmallMlp, kMlpInput, make_dense_or_activation<float>, R, 77, 16);
+}
+
+TEST(Task3_4_ParallelEvaluate, CnnSameAsStage01BitForBit) {
+  for (int R = 1; R <= 4; ++R) check_evaluate(kSmallCnn, kCnnInput, make_cnn_layer<float>, R, 77, 16);
+}
+
+TEST(Task3_4_ParallelEvaluate, FewerBatchesThanThreads) {
+  check_evaluate(kSmallMlp, kMlpInput, make_dense_or_activation<float>, 4, 20, 16);  // 2 batches, 4 threads
+  check_evaluate(kSmallMlp, kMlpInput, make_dense_or_activation<float>, 3, 5, 64);   // 1 short batch
+}
+
+TEST(Task3_4_ParallelEvaluate, PredictionsAreOptional) {
+  TestReplicas<float> r(kSmallMlp, kMlpInput, 2, make_dense_or_activation<float>, 71);
+  const Dataset data = make_synthetic(40, kMlpInput, kClasses, 72);
+  const EpochStats s = evaluate_parallel(r.set.replicas, data, config(kSmallMlp, kMlpInput, 16, 2), nullptr);
+  EXPECT_EQ(s.seen, 40);
+  EXPECT_GT(s.loss_sum, 0.0);
+}

@@ -1,0 +1,91 @@
+// Every input the fuzzers found a bug with, replayed on every build: each file
+// in fuzz/regressions/<target>/ goes through that target's harness
+// (fuzz/harness.hpp), which runs the real parser and checks what it returns.
+// Under the asan preset this is the sanitizer check of the fix, too.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "fuzz/harness.hpp"
+
+namespace course {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kRegressions = fs::path(COURSE_SOURCE_DIR) / "fuzz" / "regressions";
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(FuzzRegressions, EveryKeptInputPassesItsHarness) {
+  int files = 0;
+  for (const fuzz::Target& target : fuzz::targets()) {
+    const fs::path dir = kRegressions / target.name;
+    if (!fs::is_directory(dir)) continue;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      if (!entry.is_regular_file()) continue;
+      SCOPED_TRACE(std::string(target.name) + ": " + entry.path().filename().string());
+      const std::string bytes = read_bytes(entry.path());
+      EXPECT_NO_THROW(target.run(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
+      ++files;
+    }
+  }
+  EXPECT_GE(files, 2) << "the regressions folder " << kRegressions << " lost its inputs";
+  RecordProperty("files_tried", files);
+}
+
+TEST(FuzzRegressions, EveryTargetHasAFolderName) {
+  // The script tools/test.d/30-fuzz runs the targets by these names.
+  std::vector<std::string> names;
+  for (const fuzz::Target& t : fuzz::targets()) names.push_back(t.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"idx", "idx_gzip", "cifar10", "csv", "model_file", "checkpoint", "arch"}));
+}
+
+// What each fix does, stated once more in words.
+
+// A flatten after a padded conv of 4 x 50014 x 50014 values made a layer of
+// -1793767152 inputs (int overflow): now refused by layer_shapes.
+TEST(FuzzRegressions, ArchLayerOfMoreThanIntMaxValuesIsRefused) {
+  const Arch a = parse_arch(read_bytes(kRegressions / "arch" / "flatten-of-more-than-int-max-values"));
+  const std::string e = error_of([&] { layer_shapes(a, {1, 28, 28}, 10); });
+  EXPECT_NE(e.find("layer 1 'conv4k3p50001s2' on input 1x28x28: its output has more than 2147483647"), std::string::npos)
+      << e;
+  EXPECT_NE(error_of([] { layer_shapes(parse_arch("fc100000,relu,fc100000,fc10"), {1, 28, 28}, 10); })
+                .find("layer 3 'fc100000' on input 100000x1x1: more than 2147483647 (2^31 - 1) weights"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { layer_shapes(parse_arch("conv100000k1,conv100000k100000p50000,flatten,fc10"), {1, 28, 28}, 10); })
+                .find("layer 2"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { layer_shapes(parse_arch("fc10"), {65536, 65536, 1}, 10); }).find("input shape 65536x65536x1"),
+            std::string::npos);
+  EXPECT_NO_THROW(layer_shapes(parse_arch("conv16k3p1,relu,pool2,flatten,fc10"), {3, 32, 32}, 10));
+}
+
+// A feature of -5.6e64 became -Inf as a float, and scaling made it NaN.
+TEST(FuzzRegressions, CsvNumberBeyondFloatIsRefused) {
+  const std::string text = read_bytes(kRegressions / "csv" / "feature-beyond-float-range-scales-to-nan");
+  const std::string e = error_of([&] { parse_csv(text, "fuzz.csv", nullptr, nullptr); });
+  EXPECT_NE(e.find("fuzz.csv: line 2, column 2: '-555"), std::string::npos) << e;
+  EXPECT_NE(e.find("is outside the range of a float"), std::string::npos) << e;
+  EXPECT_NO_THROW(parse_csv("3.0e38,0\n-3.0e38,1\n", "ok.csv", nullptr, nullptr));
+}
+
+}  // namespace
+}  // namespace course

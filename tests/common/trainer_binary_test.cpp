@@ -1,0 +1,175 @@
+// The real stage 01 trainer (bin/s01_train_solution, built next to this test)
+// run as a learner runs it: resume equals an uninterrupted run bit for bit, a
+// real SIGINT mid-run saves a checkpoint that resumes to the same bits, and a
+// huge learning rate stops with the divergence message.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace course {
+namespace {
+
+namespace fs = std::filesystem;
+
+#define EXPECT_CONTAINS(text, part) \
+  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"
+
+fs::path trainer() { return fs::read_symlink("/proc/self/exe").parent_path() / "s01_train_solution"; }
+
+fs::path fresh_dir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  fs::path dir = fs::temp_directory_path() / ("course_binary_" + std::string(info->test_suite_name()) + "_" + info->name());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+struct Process {
+  pid_t pid = -1;
+  fs::path out, err;
+};
+
+// Starts the trainer with `args`, its stdout and stderr going to files in `dir`.
+Process start(const fs::path& dir, const std::string& name, std::vector<std::string> args) {
+  Process p;
+  p.out = dir / (name + ".out");
+  p.err = dir / (name + ".err");
+  args.insert(args.begin(), trainer().string());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  p.pid = fork();
+  if (p.pid == 0) {
+    const int out = open(p.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = open(p.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(127);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return p;
+}
+
+struct Finished {
+  int code = -1;
+  std::string out, err;
+};
+
+Finished wait_for(const Process& p) {
+  int status = 0;
+  Finished f;
+  if (waitpid(p.pid, &status, 0) == p.pid) f.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  f.out = slurp(p.out);
+  f.err = slurp(p.err);
+  return f;
+}
+
+Finished run_trainer_binary(const fs::path& dir, const std::string& name, const std::vector<std::string>& args) {
+  return wait_for(start(dir, name, args));
+}
+
+// The same small run every test starts from.
+std::vector<std::string> quick(int epochs, std::vector<std::string> more = {}) {
+  std::vector<std::string> args = {"--dataset", "synthetic", "--limit", "600", "--batch", "32",
+                                   "--epochs", std::to_string(epochs), "--no-progress"};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+#define REQUIRE_TRAINER()                                                                       \
+  if (!fs::exists(trainer()))                                                                   \
+  GTEST_SKIP() << trainer() << " is not built (build the target s01_train_solution to run this test)"
+
+// Checks a run that should have checkpointed; a stage 01 engine without
+// get_optimizer_state() says "cannot checkpoint", which is a failure here.
+void expect_ok(const Finished& f, const std::string& what) {
+  EXPECT_EQ(f.code, 0) << what << "\n" << f.out << f.err;
+  EXPECT_EQ(f.err.find("cannot checkpoint"), std::string::npos)
+      << "stage 01's CpuEngine must expose its SGD velocities (Engine::get_optimizer_state) for checkpoints";
+}
+
+// One epoch, then resumed up to three. Under any schedule the first epoch's
+// rate is --lr itself, so this equals three epochs in one go.
+TEST(Stage01TrainerBinary, ResumeEqualsUninterruptedBitForBit) {
+  REQUIRE_TRAINER();
+  const fs::path dir = fresh_dir();
+  const std::string want = (dir / "uninterrupted.bin").string(), got = (dir / "resumed.bin").string();
+  const std::string ckpt = (dir / "run.ckpt").string();
+  expect_ok(run_trainer_binary(dir, "whole", quick(3, {"--save", want})), "uninterrupted run");
+  expect_ok(run_trainer_binary(dir, "first", quick(1, {"--checkpoint-every", "1", "--checkpoint", ckpt})),
+            "first epoch");
+  const Finished resumed = run_trainer_binary(dir, "rest", quick(3, {"--resume", ckpt, "--save", got}));
+  expect_ok(resumed, "resumed run");
+  EXPECT_CONTAINS(resumed.out, "resumed " + ckpt + " after epoch 1");
+  const std::string a = slurp(want), b = slurp(got);
+  ASSERT_FALSE(a.empty());
+  EXPECT_TRUE(a == b) << "the model files differ: resume did not continue the run bit for bit";
+}
+
+// A real SIGINT while the trainer runs: it stops after the current step with
+// exit code 130 and a checkpoint that resumes to the bits of a run never stopped.
+TEST(Stage01TrainerBinary, SigintThenResumeEqualsUninterruptedBitForBit) {
+  REQUIRE_TRAINER();
+  const fs::path dir = fresh_dir();
+  const std::string ckpt = (dir / "run.ckpt").string(), json_path = (dir / "run.json").string();
+  // Every run has the same --epochs, so a schedule over the run gives them the same rates.
+  const int epochs = 4;
+  const Process p =
+      start(dir, "long", quick(epochs, {"--limit", "2000", "--checkpoint-every", "1", "--checkpoint", ckpt, "--json",
+                                        json_path}));
+  ASSERT_GT(p.pid, 0);
+  // The first checkpoint appears after epoch 1: the handler is in place by then.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (!fs::exists(ckpt) && std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(p.pid, &status, WNOHANG) == p.pid) FAIL() << "the trainer ended early:\n" << slurp(p.out) << slurp(p.err);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(fs::exists(ckpt)) << "no checkpoint after 5 minutes";
+  kill(p.pid, SIGINT);
+  const Finished stopped = wait_for(p);
+  ASSERT_EQ(stopped.code, 130) << stopped.out << stopped.err;
+  EXPECT_CONTAINS(stopped.err, "stopped by Ctrl-C after ");
+  EXPECT_CONTAINS(stopped.err, "continue with: ");
+  std::ifstream in(json_path);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["status"], "interrupted");
+  const int epoch = j["stopped_at"]["epoch"].get<int>(), step = j["stopped_at"]["step"].get<int>();
+  SCOPED_TRACE("stopped at epoch " + std::to_string(epoch) + ", step " + std::to_string(step));
+
+  const std::string want = (dir / "uninterrupted.bin").string(), got = (dir / "resumed.bin").string();
+  expect_ok(run_trainer_binary(dir, "rest", quick(epochs, {"--limit", "2000", "--resume", ckpt, "--save", got})),
+            "resumed run");
+  expect_ok(run_trainer_binary(dir, "whole", quick(epochs, {"--limit", "2000", "--save", want})), "uninterrupted run");
+  const std::string a = slurp(want), b = slurp(got);
+  ASSERT_FALSE(a.empty());
+  EXPECT_TRUE(a == b) << "the model files differ";
+}
+
+TEST(Stage01TrainerBinary, HugeLearningRateStopsWithTheDivergenceMessage) {
+  REQUIRE_TRAINER();
+  const fs::path dir = fresh_dir();
+  const Finished f = run_trainer_binary(dir, "diverge", quick(3, {"--lr", "1e6"}));
+  EXPECT_EQ(f.code, 4) << f.out << f.err;
+  EXPECT_CONTAINS(f.err, "at epoch 1, step ");
+  EXPECT_CONTAINS(f.err, "the run diverged; try a smaller --lr, e.g. 100000 (now 1e+06)");
+}
+
+}  // namespace
+}  // namespace course
