@@ -79,4 +79,27 @@ void gemm(int kernel, bool trans_a, bool trans_b, int M, int N, int K, float alp
   }
 }
 
+void gemm_k_slices(bool trans_a, bool trans_b, int M, int N, int K, int k_slice, const float* A, const float* B,
+                   float* partials, cudaStream_t stream) {
+  if (k_slice < 1) throw std::invalid_argument("gemm_k_slices: k_slice must be at least 1, got " + std::to_string(k_slice));
+  if (M < 0 || N < 0 || K < 0)
+    throw std::invalid_argument("gemm_k_slices: sizes must not be negative, got M=" + std::to_string(M) +
+                                " N=" + std::to_string(N) + " K=" + std::to_string(K));
+  if (M == 0 || N == 0 || K == 0) return;  // no slices
+  if (A == nullptr || B == nullptr || partials == nullptr)
+    throw std::invalid_argument(std::string("gemm_k_slices: ") + (A == nullptr ? "A" : B == nullptr ? "B" : "partials") +
+                                " is null");
+  GemmProblem p;
+  p.trans_a = trans_a;
+  p.trans_b = trans_b;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.A = A;
+  p.B = B;
+  p.C = partials;
+  p.k_slice = k_slice;
+  matmul_register_tiled(p, stream);
+}
+
 }  // namespace course

@@ -21,6 +21,13 @@
 /// writes of the loads over the banks. Loads are coalesced for every operand
 /// layout (trans_a, trans_b are template parameters, so each of the four
 /// versions has its own straight-line load code), and zero-filled outside A and B.
+///
+/// Split-K (gemm_k_slices(), what stage 05 needs): a product with a small C and a
+/// long K, like a conv layer's weight gradient (16 x 9 outputs, K = 50,176), gets
+/// one block here, which walks all of K while the other multiprocessors idle. With
+/// p.k_slice > 0 the grid gets a third dimension: the blocks of layer z sweep only
+/// their slice of K and write their partial product to their own [M, N] matrix;
+/// stage 05 adds the partials. One launch, as many blocks as the GPU wants.
 #include "04_cuda_matmul/matmul_kernels.hpp"
 #include "common/cuda_check.hpp"
 #include "common/not_implemented.hpp"
@@ -48,10 +55,11 @@ template <bool TRANS_A, bool TRANS_B>
 __global__ void __launch_bounds__(kThreads) matmul_register_tiled_kernel(GemmProblem p) {
   // TODO(Task 4.5): each thread accumulates a 4 x 4 block of C in registers; per tile of 16 k, the block loads op(A) into As[k][m] and op(B) into Bs[k][n], then each k is one float4 of A, one of B and 16 FMAs
   // HINT: thread t = ty * 16 + tx loads elements t, t + 256, t + 512, t + 768 of each tile; pick (row, k) from that number so neighbouring t read neighbouring addresses.
+  // HINT: split-K: with p.k_slice > 0 sweep only k in [blockIdx.z * k_slice, min(K, that + k_slice)) and write the sum, as it is, to C[(z * M + m) * N + n].
 }
 
 void matmul_register_tiled(const GemmProblem& p, cudaStream_t stream) {
-  // TODO(Task 4.5): launch 16 x 16 threads per block, one block per 64 x 64 tile of C, with the kernel version for (trans_a, trans_b)
+  // TODO(Task 4.5): launch 16 x 16 threads per block, one block per 64 x 64 tile of C (times the slices of K when p.k_slice > 0), with the kernel version for (trans_a, trans_b)
   // HINT: the template arguments must be constants: one launch per combination in an if / else.
   throw course::NotImplemented("Task 4.5", "04_cuda_matmul/matmul_6_register_tiled.cu", "docs/lessons/04_cuda_matmul.md");
 }

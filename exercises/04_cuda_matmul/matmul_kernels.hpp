@@ -14,7 +14,7 @@
 namespace course {
 
 /// One product C = alpha * op(A) * op(B) + beta * C, as course::gemm() received it
-/// (layouts in gemm.hpp). Passed to kernels by value: it is 48 bytes of kernel arguments.
+/// (layouts in gemm.hpp). Passed to kernels by value: it is 56 bytes of kernel arguments.
 struct GemmProblem {
   bool trans_a = false, trans_b = false;
   int M = 0, N = 0, K = 0;
@@ -22,6 +22,10 @@ struct GemmProblem {
   const float* A = nullptr;
   const float* B = nullptr;
   float* C = nullptr;
+  /// Split-K (kernel 6 only, gemm_k_slices()): when > 0, the blocks of grid layer z
+  /// sum only k in [z * k_slice, (z + 1) * k_slice) and write that partial product,
+  /// alpha and beta ignored, to the z-th [M, N] matrix from C on. 0: all of K into C.
+  int k_slice = 0;
 };
 
 void matmul_cublas(const GemmProblem& p, cudaStream_t stream);          ///< kernel 0, matmul_cublas.cpp

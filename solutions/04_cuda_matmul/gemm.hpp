@@ -65,6 +65,17 @@ constexpr int kMaxThreadsPerBlock = 1024;
 void gemm(int kernel, bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, const float* B,
           float beta, float* C, cudaStream_t stream = 0);
 
+/// Split-K, in one launch of kernel 6: for z = 0, 1, ..., slices - 1 (slices = ceil(K / k_slice)),
+///
+///     partials[z] [M, N] = op(A)[:, z-th k_slice columns] * op(B)[same rows, :]
+///
+/// stored one after another (slices * M * N floats). Their sum is op(A) op(B);
+/// stage 05 adds them (split_k.hpp). The blocks of all slices run at once, so a
+/// product with few tiles of C and a long K fills the GPU. Throws
+/// std::invalid_argument for k_slice < 1, a negative size or a null pointer.
+void gemm_k_slices(bool trans_a, bool trans_b, int M, int N, int K, int k_slice, const float* A, const float* B,
+                   float* partials, cudaStream_t stream = 0);
+
 /// "cuBLAS", "single block", "grid", "coalesced", "tiled 16", "tiled 32", "register tiles"
 /// (throws std::invalid_argument for a number out of range).
 std::string gemm_kernel_name(int kernel);

@@ -21,6 +21,13 @@
 /// writes of the loads over the banks. Loads are coalesced for every operand
 /// layout (trans_a, trans_b are template parameters, so each of the four
 /// versions has its own straight-line load code), and zero-filled outside A and B.
+///
+/// Split-K (gemm_k_slices(), what stage 05 needs): a product with a small C and a
+/// long K, like a conv layer's weight gradient (16 x 9 outputs, K = 50,176), gets
+/// one block here, which walks all of K while the other multiprocessors idle. With
+/// p.k_slice > 0 the grid gets a third dimension: the blocks of layer z sweep only
+/// their slice of K and write their partial product to their own [M, N] matrix;
+/// stage 05 adds the partials. One launch, as many blocks as the GPU wants.
 #include "04_cuda_matmul/matmul_kernels.hpp"
 #include "common/cuda_check.hpp"
 #include "common/not_implemented.hpp"
@@ -48,13 +55,17 @@ template <bool TRANS_A, bool TRANS_B>
 __global__ void __launch_bounds__(kThreads) matmul_register_tiled_kernel(GemmProblem p) {
   // BEGIN Task 4.5 (device): each thread accumulates a 4 x 4 block of C in registers; per tile of 16 k, the block loads op(A) into As[k][m] and op(B) into Bs[k][n], then each k is one float4 of A, one of B and 16 FMAs
   // HINT: thread t = ty * 16 + tx loads elements t, t + 256, t + 512, t + 768 of each tile; pick (row, k) from that number so neighbouring t read neighbouring addresses.
+  // HINT: split-K: with p.k_slice > 0 sweep only k in [blockIdx.z * k_slice, min(K, that + k_slice)) and write the sum, as it is, to C[(z * M + m) * N + n].
   __shared__ __align__(16) float As[kBK][kBM + kPad];  // As[k][m] = op(A)[row0 + m][k0 + k]
   __shared__ __align__(16) float Bs[kBK][kBN + kPad];  // Bs[k][n] = op(B)[k0 + k][col0 + n]
   const int tid = threadIdx.y * kThreadsX + threadIdx.x;
   const int row0 = blockIdx.y * kBM, col0 = blockIdx.x * kBN;
   const int tm = threadIdx.y * kTM, tn = threadIdx.x * kTN;  // this thread's block inside the tile
+  // This block's slice of K: all of it, or slice blockIdx.z of p.k_slice rows (split-K).
+  const int k_begin = p.k_slice > 0 ? blockIdx.z * p.k_slice : 0;
+  const int k_end = p.k_slice > 0 ? min(p.K, k_begin + p.k_slice) : p.K;
   float acc[kTM][kTN] = {};
-  for (int k0 = 0; k0 < p.K; k0 += kBK) {
+  for (int k0 = k_begin; k0 < k_end; k0 += kBK) {
 #pragma unroll
     for (int i = 0; i < kBM * kBK / kThreads; ++i) {
       const int e = tid + i * kThreads;  // element e of the A tile
@@ -62,7 +73,7 @@ __global__ void __launch_bounds__(kThreads) matmul_register_tiled_kernel(GemmPro
       const int m = TRANS_A ? e % kBM : e / kBK;
       const int k = TRANS_A ? e / kBM : e % kBK;
       const int gm = row0 + m, gk = k0 + k;
-      As[k][m] = (gm < p.M && gk < p.K) ? (TRANS_A ? p.A[static_cast<std::size_t>(gk) * p.M + gm]
+      As[k][m] = (gm < p.M && gk < k_end) ? (TRANS_A ? p.A[static_cast<std::size_t>(gk) * p.M + gm]
                                                    : p.A[static_cast<std::size_t>(gm) * p.K + gk])
                                         : 0.f;
     }
@@ -73,7 +84,7 @@ __global__ void __launch_bounds__(kThreads) matmul_register_tiled_kernel(GemmPro
       const int n = TRANS_B ? e / kBK : e % kBN;
       const int k = TRANS_B ? e % kBK : e / kBN;
       const int gn = col0 + n, gk = k0 + k;
-      Bs[k][n] = (gk < p.K && gn < p.N) ? (TRANS_B ? p.B[static_cast<std::size_t>(gn) * p.K + gk]
+      Bs[k][n] = (gk < k_end && gn < p.N) ? (TRANS_B ? p.B[static_cast<std::size_t>(gn) * p.K + gk]
                                                    : p.B[static_cast<std::size_t>(gk) * p.N + gn])
                                         : 0.f;
     }
@@ -96,16 +107,21 @@ __global__ void __launch_bounds__(kThreads) matmul_register_tiled_kernel(GemmPro
 #pragma unroll
     for (int j = 0; j < kTN; ++j) {
       const int m = row0 + tm + i, n = col0 + tn + j;
-      if (m < p.M && n < p.N) store_c(p, m, n, acc[i][j]);
+      if (m >= p.M || n >= p.N) continue;
+      if (p.k_slice > 0)  // a partial product: the z-th [M, N] matrix from C on
+        p.C[(static_cast<std::size_t>(blockIdx.z) * p.M + m) * p.N + n] = acc[i][j];
+      else
+        store_c(p, m, n, acc[i][j]);
     }
   // END Task 4.5
 }
 
 void matmul_register_tiled(const GemmProblem& p, cudaStream_t stream) {
-  // BEGIN Task 4.5: launch 16 x 16 threads per block, one block per 64 x 64 tile of C, with the kernel version for (trans_a, trans_b)
+  // BEGIN Task 4.5: launch 16 x 16 threads per block, one block per 64 x 64 tile of C (times the slices of K when p.k_slice > 0), with the kernel version for (trans_a, trans_b)
   // HINT: the template arguments must be constants: one launch per combination in an if / else.
   const dim3 block(kThreadsX, kThreadsY);
-  const dim3 grid((p.N + kBN - 1) / kBN, (p.M + kBM - 1) / kBM);
+  const int slices = p.k_slice > 0 ? (p.K + p.k_slice - 1) / p.k_slice : 1;
+  const dim3 grid((p.N + kBN - 1) / kBN, (p.M + kBM - 1) / kBM, slices);
   if (!p.trans_a && !p.trans_b)
     matmul_register_tiled_kernel<false, false><<<grid, block, 0, stream>>>(p);
   else if (!p.trans_a && p.trans_b)

@@ -106,9 +106,9 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"image", "batch"}))
         ->type_name("HOW");
     app.add_option("--split-k", options.split_k,
-                   "Most chunks a conv weight gradient's sum over the batch is split into, run side by side "
-                   "(--unroll batch with a hand-written kernel; 1 = one GEMM)")
-        ->check(CLI::Range(1, 64))
+                   "Most chunks a conv weight gradient's sum over the batch is split into, all in one launch "
+                   "(--unroll batch with kernel 6; 1 = one GEMM)")
+        ->check(CLI::Range(1, 1024))
         ->type_name("N");
     // Checked once the command line is parsed (so --help works anywhere) and
     // before the data is loaded: without a GPU there is nothing to wait for.

@@ -69,21 +69,23 @@ TEST(Stage05_Workspace, TheUnrolledInputIsAboutKSquaredTimesTheInput) {
 
 // The workspace of `cnn` at batch 64, worked by hand (P pixels, R taps):
 //   image: the larger U of one image: conv2, P*R = 196 * 144 = 28224 floats = 112896 bytes;
-//   batch: conv2, U = 64*196*144 = 1806336, Ypix = 64*196*32 = 401408, and 13
-//          split-K partials of 32*144 (12544 rows / 1024) = 59904: 2267648 floats = 9070592 bytes.
+//   batch: conv2, U = 64*196*144 = 1806336, Ypix = 64*196*32 = 401408, and 49
+//          split-K partials of 32*144 (12544 rows / 256) = 225792: 2433536 floats = 9734144 bytes.
 TEST(Stage05_Workspace, CnnAtBatch64NeedsAbout80TimesMoreWhenUnrolledAtOnce) {
   EXPECT_EQ(conv_workspace_layout(Unroll::Image, 64, kConv2).total() * sizeof(float), 112896u);
   EXPECT_EQ(conv_workspace_layout(Unroll::Image, 64, kConv1).total(), 784u * 9u);
   const int chunks = split_k_chunks(kBestGemm, unrolled_rows(64, kConv2), kDefaultSplitK);
-  EXPECT_EQ(chunks, 13);
+  EXPECT_EQ(chunks, 49);
   const ConvWorkspaceLayout batch = conv_workspace_layout(Unroll::Batch, 64, kConv2, chunks);
   EXPECT_EQ(batch.unrolled, 1806336u);
   EXPECT_EQ(batch.pixels, 401408u);
-  EXPECT_EQ(batch.partials, 59904u);
-  EXPECT_EQ(batch.total() * sizeof(float), 9070592u);
-  EXPECT_EQ(split_k_chunks(kBestGemm, unrolled_rows(64, kConv1), kDefaultSplitK), kDefaultSplitK);  // 49 wanted, capped
+  EXPECT_EQ(batch.partials, 225792u);
+  EXPECT_EQ(batch.total() * sizeof(float), 9734144u);
+  EXPECT_EQ(split_k_chunks(kBestGemm, unrolled_rows(64, kConv1), kDefaultSplitK), 196);  // 50176 / 256
+  EXPECT_EQ(split_k_chunks(kBestGemm, unrolled_rows(64, kConv1), 32), 32);               // capped
   EXPECT_EQ(split_k_chunks(kGemmCublas, unrolled_rows(64, kConv1), kDefaultSplitK), 1);  // cuBLAS splits by itself
-  EXPECT_EQ(split_k_chunks(kBestGemm, 1000, kDefaultSplitK), 1);                         // too short to split
+  EXPECT_EQ(split_k_chunks(kGemmTiled32, unrolled_rows(64, kConv1), kDefaultSplitK), 1);  // no one-launch split
+  EXPECT_EQ(split_k_chunks(kBestGemm, 256, kDefaultSplitK), 1);                          // too short to split
 }
 
 // ---- bad input: a clear message before anything is launched ---------------------------------
@@ -207,7 +209,7 @@ TEST(Stage05_SplitK, MatchesOneGemmForAnySplit) {
   struct Shape {
     int M, N, K;
   };
-  SplitKGemm split(32);
+  SplitKGemm split(256);
   for (const Shape s : {Shape{16, 9, 5000}, Shape{32, 144, 1030}, Shape{3, 5, 7}, Shape{70, 65, 2049}}) {
     const std::vector<float> A = random_floats(static_cast<std::size_t>(s.K) * s.M, 101);
     const std::vector<float> B = random_floats(static_cast<std::size_t>(s.K) * s.N, 102);
@@ -215,9 +217,14 @@ TEST(Stage05_SplitK, MatchesOneGemmForAnySplit) {
     DeviceBuffer<float> one = poisoned<float>(static_cast<std::size_t>(s.M) * s.N);
     gemm(kBestGemm, true, false, s.M, s.N, s.K, 1.f, dA.get(), dB.get(), 0.f, one.get());
     const std::vector<float> want = download(one);
-    for (int chunks : {1, 2, 3, 7, 32}) {
+    for (int chunks : {1, 2, 3, 7, 32, 200}) {
       DeviceBuffer<float> partials = poisoned<float>(static_cast<std::size_t>(chunks) * s.M * s.N);
       DeviceBuffer<float> C = poisoned<float>(want.size());
+      // Kernel 6 splits in one launch; kernel 5 has no such launch and runs the chunks one by one.
+      split.run(kGemmTiled32, s.M, s.N, s.K, dA.get(), dB.get(), C.get(), chunks, partials.get());
+      EXPECT_TRUE(close("C = A^T B with kernel 5, " + std::to_string(s.M) + " x " + std::to_string(s.N) + " x " +
+                            std::to_string(s.K) + " in " + std::to_string(chunks) + " chunks",
+                        download(C), want, {s.M, s.N}, 1e-4 * std::sqrt(static_cast<double>(s.K)), 1e-4));
       split.run(kBestGemm, s.M, s.N, s.K, dA.get(), dB.get(), C.get(), chunks, partials.get());
       const std::vector<float> got = download(C);
       EXPECT_TRUE(close("C = A^T B, " + std::to_string(s.M) + " x " + std::to_string(s.N) + " x " +
@@ -228,9 +235,9 @@ TEST(Stage05_SplitK, MatchesOneGemmForAnySplit) {
     }
   }
   EXPECT_TRUE(contains(invalid_argument_message([&] {
-                         split.run(kBestGemm, 1, 1, 1, nullptr, nullptr, nullptr, 33, nullptr);
+                         split.run(kBestGemm, 1, 1, 1, nullptr, nullptr, nullptr, 257, nullptr);
                        }),
-                       "chunks must be in [1, 32]"));
+                       "chunks must be in [1, 256]"));
 }
 
 // ---- the trainer ------------------------------------------------------------------------------------
