@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 
 #include "common/cudnn_check.hpp"
@@ -33,12 +34,13 @@ std::string bytes_text(std::size_t b) {
   return s;
 }
 
-/// The first (fastest) of `count` results that ran, is deterministic, uses FMA
-/// math and sums its products directly (no FFT or Winograd transform).
+/// The first (fastest) of `count` results that ran and uses FMA math; with
+/// AlgoRule::Exact also deterministic and summing its products directly (no
+/// FFT or Winograd transform).
 /// Perf is cudnnConvolutionFwdAlgoPerf_t, ...BwdDataAlgoPerf_t or ...BwdFilterAlgoPerf_t.
 template <typename Perf>
-const Perf& fastest_usable(const Perf* results, int count, const char* direction) {
-  // TODO(Task 6.3): the first result (cuDNN sorts them fastest first) with status CUDNN_STATUS_SUCCESS, determinism CUDNN_DETERMINISTIC, mathType CUDNN_FMA_MATH and rounds_like_direct(algo)
+const Perf& fastest_usable(const Perf* results, int count, const char* direction, AlgoRule rule) {
+  // TODO(Task 6.3): the first result (cuDNN sorts them fastest first) with status CUDNN_STATUS_SUCCESS and mathType CUDNN_FMA_MATH, and, for AlgoRule::Exact, determinism CUDNN_DETERMINISTIC and rounds_like_direct(algo)
   throw course::NotImplemented("Task 6.3", "06_cudnn/conv_algorithms.cpp", "docs/lessons/06_cudnn.md");
   // None qualifies: say what cuDNN offered, so the reason is visible.
   std::string offered;
@@ -47,8 +49,9 @@ const Perf& fastest_usable(const Perf* results, int count, const char* direction
                (results[i].determinism == CUDNN_DETERMINISTIC ? " deterministic " : " non-deterministic ") +
                math_name(results[i].mathType);
   throw GpuError(std::string("cudnnFind: no ") + direction +
-                 " algorithm is deterministic, FMA-math, direct (no FFT or Winograd) and ran successfully for this "
-                 "convolution; cuDNN offered: " +
+                 (rule == AlgoRule::Exact ? " algorithm is deterministic, FMA-math, direct (no FFT or Winograd) and"
+                                          : " algorithm is FMA-math and") +
+                 " ran successfully for this convolution; cuDNN offered: " +
                  (offered.empty() ? "nothing" : offered));
 }
 
@@ -71,7 +74,15 @@ std::size_t ConvAlgorithms::workspace_bytes() const {
   return std::max({forward_bytes, backward_data_bytes, backward_filter_bytes});
 }
 
-ConvAlgorithms choose_conv_algorithms(const GpuHandles& h, const ConvDescriptors& d) {
+const char* algo_rule_name(AlgoRule rule) { return rule == AlgoRule::Exact ? "exact" : "fastest"; }
+
+AlgoRule parse_algo_rule(const std::string& name) {
+  if (name == "exact") return AlgoRule::Exact;
+  if (name == "fastest") return AlgoRule::Fastest;
+  throw std::invalid_argument("unknown conv algorithm rule '" + name + "': expected exact or fastest");
+}
+
+ConvAlgorithms choose_conv_algorithms(const GpuHandles& h, const ConvDescriptors& d, AlgoRule rule) {
   ConvAlgorithms a;
   // TODO(Task 6.3): measure every algorithm of the three directions with cudnnFind*Algorithm, keep the fastest usable of each (time, workspace bytes), and set the convolution descriptor's math type to theirs
   // HINT: cudnnFindConvolutionForwardAlgorithm(h.cudnn, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, results).

@@ -56,8 +56,9 @@ EngineConfig CudnnEngine::checked(const EngineConfig& cfg) {
   return cfg;
 }
 
-CudnnEngine::CudnnEngine(const EngineConfig& cfg, bool use_graph, const std::vector<NamedTensor>& initial)
-    : cfg_(checked(cfg)), use_graph_(use_graph) {
+CudnnEngine::CudnnEngine(const EngineConfig& cfg, bool use_graph, const std::vector<NamedTensor>& initial,
+                         AlgoRule rule)
+    : cfg_(checked(cfg)), use_graph_(use_graph), algo_rule_(rule) {
   // ---- the layers, their names and the parameter layout, from stages 01 and 02's
   // Network (built on the host for its bookkeeping only).
   Network<float> net(cfg_.arch, cfg_.input, cfg_.classes, make_cnn_layer<float>);
@@ -171,10 +172,10 @@ const CudnnEngine::BatchPlan& CudnnEngine::plan_for(int B) {
         lp.conv = std::make_unique<ConvDescriptors>();
         describe_conv(*lp.conv, l.conv, B);
         auto& cache = measured_algorithms();
-        const std::string key = shape_key(l.conv, B);
+        const std::string key = shape_key(l.conv, B) + " " + algo_rule_name(algo_rule_);
         auto hit = cache.find(key);
         if (hit == cache.end()) {
-          hit = cache.emplace(key, choose_conv_algorithms(handles(), *lp.conv)).first;
+          hit = cache.emplace(key, choose_conv_algorithms(handles(), *lp.conv, algo_rule_)).first;
         } else {
           // The measured algorithms ran with the math type of their result: set it here too.
           CUDNN_CHECK(cudnnSetConvolutionMathType(lp.conv->conv, CUDNN_FMA_MATH));

@@ -55,14 +55,15 @@ class CudnnEngine : public Engine {
   /// Builds cfg's model on the GPU from `initial` (tensors in model order), or,
   /// when `initial` is empty, from initial_parameters(): the weights every
   /// stage starts from for cfg.seed. Describes every layer and chooses the conv
-  /// algorithms for batch size cfg.batch. `use_graph` replays each full
-  /// training batch as one CUDA graph.
+  /// algorithms for batch size cfg.batch by `rule` (conv_algorithms.hpp).
+  /// `use_graph` replays each full training batch as one CUDA graph.
   ///
   /// Throws std::invalid_argument before touching the GPU for a loss other than
   /// cross-entropy and mse or a batch size below 1 (and, from the layer
   /// factory, for a model that does not fit its input); course::GpuError when
   /// the GPU, cuDNN or cuBLAS cannot be used.
-  explicit CudnnEngine(const EngineConfig& cfg, bool use_graph = true, const std::vector<NamedTensor>& initial = {});
+  explicit CudnnEngine(const EngineConfig& cfg, bool use_graph = true, const std::vector<NamedTensor>& initial = {},
+                       AlgoRule rule = AlgoRule::Exact);
   ~CudnnEngine() override;
   CudnnEngine(const CudnnEngine&) = delete;
   CudnnEngine& operator=(const CudnnEngine&) = delete;
@@ -185,6 +186,7 @@ class CudnnEngine : public Engine {
 
   EngineConfig cfg_;  // checked before anything touches the GPU
   bool use_graph_;
+  AlgoRule algo_rule_;
   GpuContext ctx_;    // declared before every GPU resource, so destroyed after them
   std::vector<Layer> layers_;
   std::vector<std::string> param_names_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 
 #include "common/cudnn_check.hpp"
@@ -33,16 +34,17 @@ std::string bytes_text(std::size_t b) {
   return s;
 }
 
-/// The first (fastest) of `count` results that ran, is deterministic, uses FMA
-/// math and sums its products directly (no FFT or Winograd transform).
+/// The first (fastest) of `count` results that ran and uses FMA math; with
+/// AlgoRule::Exact also deterministic and summing its products directly (no
+/// FFT or Winograd transform).
 /// Perf is cudnnConvolutionFwdAlgoPerf_t, ...BwdDataAlgoPerf_t or ...BwdFilterAlgoPerf_t.
 template <typename Perf>
-const Perf& fastest_usable(const Perf* results, int count, const char* direction) {
-  // BEGIN Task 6.3: the first result (cuDNN sorts them fastest first) with status CUDNN_STATUS_SUCCESS, determinism CUDNN_DETERMINISTIC, mathType CUDNN_FMA_MATH and rounds_like_direct(algo)
+const Perf& fastest_usable(const Perf* results, int count, const char* direction, AlgoRule rule) {
+  // BEGIN Task 6.3: the first result (cuDNN sorts them fastest first) with status CUDNN_STATUS_SUCCESS and mathType CUDNN_FMA_MATH, and, for AlgoRule::Exact, determinism CUDNN_DETERMINISTIC and rounds_like_direct(algo)
   for (int i = 0; i < count; ++i) {
     const Perf& r = results[i];
-    if (r.status == CUDNN_STATUS_SUCCESS && r.determinism == CUDNN_DETERMINISTIC && r.mathType == CUDNN_FMA_MATH &&
-        rounds_like_direct(r.algo))
+    const bool exact = r.determinism == CUDNN_DETERMINISTIC && rounds_like_direct(r.algo);
+    if (r.status == CUDNN_STATUS_SUCCESS && r.mathType == CUDNN_FMA_MATH && (rule == AlgoRule::Fastest || exact))
       return r;
   }
   // END Task 6.3
@@ -53,8 +55,9 @@ const Perf& fastest_usable(const Perf* results, int count, const char* direction
                (results[i].determinism == CUDNN_DETERMINISTIC ? " deterministic " : " non-deterministic ") +
                math_name(results[i].mathType);
   throw GpuError(std::string("cudnnFind: no ") + direction +
-                 " algorithm is deterministic, FMA-math, direct (no FFT or Winograd) and ran successfully for this "
-                 "convolution; cuDNN offered: " +
+                 (rule == AlgoRule::Exact ? " algorithm is deterministic, FMA-math, direct (no FFT or Winograd) and"
+                                          : " algorithm is FMA-math and") +
+                 " ran successfully for this convolution; cuDNN offered: " +
                  (offered.empty() ? "nothing" : offered));
 }
 
@@ -77,7 +80,15 @@ std::size_t ConvAlgorithms::workspace_bytes() const {
   return std::max({forward_bytes, backward_data_bytes, backward_filter_bytes});
 }
 
-ConvAlgorithms choose_conv_algorithms(const GpuHandles& h, const ConvDescriptors& d) {
+const char* algo_rule_name(AlgoRule rule) { return rule == AlgoRule::Exact ? "exact" : "fastest"; }
+
+AlgoRule parse_algo_rule(const std::string& name) {
+  if (name == "exact") return AlgoRule::Exact;
+  if (name == "fastest") return AlgoRule::Fastest;
+  throw std::invalid_argument("unknown conv algorithm rule '" + name + "': expected exact or fastest");
+}
+
+ConvAlgorithms choose_conv_algorithms(const GpuHandles& h, const ConvDescriptors& d, AlgoRule rule) {
   ConvAlgorithms a;
   // BEGIN Task 6.3: measure every algorithm of the three directions with cudnnFind*Algorithm, keep the fastest usable of each (time, workspace bytes), and set the convolution descriptor's math type to theirs
   // HINT: cudnnFindConvolutionForwardAlgorithm(h.cudnn, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, results).
@@ -87,7 +98,7 @@ ConvAlgorithms choose_conv_algorithms(const GpuHandles& h, const ConvDescriptors
   cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(h.cudnn, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
                                                    &returned, fwd));
-  const cudnnConvolutionFwdAlgoPerf_t& f = fastest_usable(fwd, returned, "forward");
+  const cudnnConvolutionFwdAlgoPerf_t& f = fastest_usable(fwd, returned, "forward", rule);
   a.forward = f.algo;
   a.forward_bytes = f.memory;
   a.forward_ms = f.time;
@@ -95,7 +106,7 @@ ConvAlgorithms choose_conv_algorithms(const GpuHandles& h, const ConvDescriptors
   cudnnConvolutionBwdDataAlgoPerf_t data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
   CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(h.cudnn, d.w, /*dyDesc=*/d.y, d.conv, /*dxDesc=*/d.x,
                                                         CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, data));
-  const cudnnConvolutionBwdDataAlgoPerf_t& bd = fastest_usable(data, returned, "backward-data");
+  const cudnnConvolutionBwdDataAlgoPerf_t& bd = fastest_usable(data, returned, "backward-data", rule);
   a.backward_data = bd.algo;
   a.backward_data_bytes = bd.memory;
   a.backward_data_ms = bd.time;
@@ -103,7 +114,7 @@ ConvAlgorithms choose_conv_algorithms(const GpuHandles& h, const ConvDescriptors
   cudnnConvolutionBwdFilterAlgoPerf_t filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
   CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(h.cudnn, d.x, /*dyDesc=*/d.y, d.conv, /*dwDesc=*/d.w,
                                                           CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, filter));
-  const cudnnConvolutionBwdFilterAlgoPerf_t& bf = fastest_usable(filter, returned, "backward-filter");
+  const cudnnConvolutionBwdFilterAlgoPerf_t& bf = fastest_usable(filter, returned, "backward-filter", rule);
   a.backward_filter = bf.algo;
   a.backward_filter_bytes = bf.memory;
   a.backward_filter_ms = bf.time;

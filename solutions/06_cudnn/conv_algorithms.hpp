@@ -54,7 +54,22 @@ struct ConvAlgorithms {
 /// descriptor's math type to that result's. Synchronises the GPU. Throws
 /// course::GpuError when a call fails or no result qualifies (naming the
 /// direction and listing what cuDNN returned).
-ConvAlgorithms choose_conv_algorithms(const GpuHandles& h, const ConvDescriptors& d);
+///
+/// With AlgoRule::Fastest only the first rule and FMA math remain: FFT,
+/// Winograd and the atomics of non-deterministic kernels are allowed. Faster
+/// for `cnn` on the H100 (the lesson measures it), but two runs may differ in
+/// the last bits and the model drifts away from the CPU stages' (see
+/// rounds_like_direct): the trainer's `--conv-algos fastest`, never the default.
+enum class AlgoRule {
+  Exact,    ///< deterministic, FMA math, rounds_like_direct (the course's default)
+  Fastest,  ///< the fastest result that ran with FMA math
+};
+ConvAlgorithms choose_conv_algorithms(const GpuHandles& h, const ConvDescriptors& d, AlgoRule rule = AlgoRule::Exact);
+
+/// "exact" or "fastest".
+const char* algo_rule_name(AlgoRule rule);
+/// AlgoRule of "exact" or "fastest"; throws std::invalid_argument naming anything else.
+AlgoRule parse_algo_rule(const std::string& name);
 
 /// Bytes of the one workspace shared by all these layers: the largest any of them needs.
 std::size_t shared_workspace_bytes(const std::vector<ConvAlgorithms>& layers);

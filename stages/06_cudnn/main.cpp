@@ -5,9 +5,11 @@
 //   s06_train_solution --model cnn --graph off               (every call launched one by one)
 //   s06_train_solution --model cnn-deep --profile --epochs 1 (per-layer GPU times; runs without the graph)
 //   s06_train_solution --model cnn --verbose                 (also the conv algorithms cudnnFind chose)
+//   s06_train_solution --model cnn --conv-algos fastest      (FFT, Winograd and atomics allowed: faster, not exact)
 //   s06_train_exercise --model mlp                           (your code, from exercises/)
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -17,12 +19,17 @@
 
 int main(int argc, char** argv) {
   const course::StageInfo stage{"06_cudnn", "Stage 06: cuDNN and cuBLAS, the training step as one CUDA graph"};
-  std::string graph = "on";
+  std::string graph = "on", algos = "exact";
   const auto extra_options = [&](CLI::App& app) {
     app.add_option("--graph", graph,
                    "Replay each training step as one CUDA graph (on) or launch every call one by one (off); "
                    "--profile always runs without it")
         ->check(CLI::IsMember({"on", "off"}))
+        ->capture_default_str();
+    app.add_option("--conv-algos", algos,
+                   "Which conv algorithms cudnnFind may choose: exact (deterministic direct sums, the numbers of "
+                   "the other stages) or fastest (FFT, Winograd and atomics allowed)")
+        ->check(CLI::IsMember({"exact", "fastest"}))
         ->capture_default_str();
     // Checked once the command line is parsed (so --help works anywhere) and
     // before the data is loaded: without a GPU there is nothing to wait for.
@@ -34,7 +41,9 @@ int main(int argc, char** argv) {
   return course::run_trainer(
       argc, argv, stage,
       [&](const course::EngineConfig& cfg) {
-        auto engine = std::make_unique<course::CudnnEngine>(cfg, graph == "on");
+        auto engine = std::make_unique<course::CudnnEngine>(cfg, graph == "on", std::vector<course::NamedTensor>{},
+                                                            course::parse_algo_rule(algos));
+        std::cout << "conv algorithms: " << algos << "\n";
         std::cout << "graph: " << (engine->graph_enabled() ? "on, one CUDA graph replay per full batch"
                                                            : cfg.profile ? "off (--profile times every layer uncaptured)"
                                                                          : "off, every call launched one by one")

@@ -2,6 +2,9 @@
 // workspace they asked for; one workspace serves every layer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -84,4 +87,35 @@ TEST(Task6_3_Algorithms, OneWorkspaceOfTheLargestNeed) {
   EXPECT_EQ(shared_workspace_bytes({c, a}), 100u);
   EXPECT_EQ(shared_workspace_bytes({c}), 0u) << "algorithms that need no workspace need no buffer";
   EXPECT_EQ(shared_workspace_bytes({}), 0u);
+}
+
+// --conv-algos fastest: any FMA-math result that ran. Its choices still run in the workspace
+// they asked for and agree with the exact algorithms to within a transform's rounding.
+TEST(Task6_3_Algorithms, FastestRuleChoosesFromMoreAndStillComputesTheConvolution) {
+  S06_SKIP_WITHOUT_GPU();
+  TestGpu gpu;
+  const ConvCase c{64, ConvGeometry{16, 14, 14, 32, 3, 1, 1}};
+  ConvDescriptors exact_d, fast_d;
+  test_conv_descriptors(exact_d, c.g, c.B);
+  test_conv_descriptors(fast_d, c.g, c.B);
+  const ConvAlgorithms exact = choose_conv_algorithms(gpu.h(), exact_d, AlgoRule::Exact);
+  const ConvAlgorithms fast = choose_conv_algorithms(gpu.h(), fast_d, AlgoRule::Fastest);
+  cudnnMathType_t math{};
+  CUDNN_CHECK(cudnnGetConvolutionMathType(fast_d.conv, &math));
+  EXPECT_EQ(math, CUDNN_FMA_MATH) << "fastest still keeps to FP32 FMA math";
+  const Outputs want = run_chosen(gpu, exact_d, exact, c), got = run_chosen(gpu, fast_d, fast, c);
+  auto near = [](const std::vector<double>& a, const std::vector<double>& b, const char* what) {
+    double worst = 0, scale = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      worst = std::max(worst, std::abs(a[i] - b[i]));
+      scale = std::max(scale, std::abs(a[i]));
+    }
+    EXPECT_LE(worst, 1e-2 * scale) << what << ": the fastest algorithm is off by " << worst << " of " << scale;
+  };
+  near(want.y, got.y, ("forward " + algorithm_name(fast.forward)).c_str());
+  near(want.dx, got.dx, ("backward-data " + algorithm_name(fast.backward_data)).c_str());
+  near(want.dW, got.dW, ("backward-filter " + algorithm_name(fast.backward_filter)).c_str());
+  EXPECT_EQ(parse_algo_rule("fastest"), AlgoRule::Fastest);
+  EXPECT_STREQ(algo_rule_name(parse_algo_rule("exact")), "exact");
+  EXPECT_THROW(parse_algo_rule("winograd"), std::invalid_argument);
 }
