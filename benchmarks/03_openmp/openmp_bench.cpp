@@ -9,6 +9,7 @@
 //   BM_TrainStep_CNN, BM_TrainStep_MLP          one data-parallel step on every core (--parallel data)
 //   BM_TrainStep_<M>/data/threads:T             the same on T threads
 //   BM_TrainStep_<M>/loops/threads:T            one loop-level step on T threads (--parallel loops)
+//   BM_DataStepPhase_<M>/<phase>/threads:T     one phase of the data-parallel step (see data_step_phase)
 //   BM_ConvForward/conv1, ... BM_MaxPoolBackward/pool2
 //                                               the layer split over the batch on every core (loop level)
 //   BM_ConvForward/conv1/threads:T, ...         the same on T threads
@@ -80,11 +81,22 @@ class DataParallelStep {
     master_.init(42);
   }
   double run() {
-    const auto shards = course::forward_backward_shards(set_.replicas, data_.images.data(), data_.labels.data(), kBatch,
-                                                        "cross-entropy");
+    const auto shards = forward_backward(kBatch);
     course::reduce_and_update(set_.replicas, shards, kBatch, 0.01f, 0.9f);
     return shards[0].loss_sum;
   }
+  /// Phase 1 alone (Task 3.1): weights to the replicas, forward, loss and backward of every shard.
+  /// With B < kBatch it runs the first B images only (one replica on B images: one thread's share).
+  std::vector<course::ShardResult> forward_backward(int B) {
+    return course::forward_backward_shards(set_.replicas, data_.images.data(), data_.labels.data(), B,
+                                           "cross-entropy");
+  }
+  /// Phase 2 alone (Task 3.2): the reduction of the replicas' gradients and the update.
+  void reduce_and_update(const std::vector<course::ShardResult>& shards) {
+    course::reduce_and_update(set_.replicas, shards, kBatch, 0.01f, 0.9f);
+  }
+  /// The master's weights into replica 1, on this thread: what each replica does first in phase 1.
+  void copy_weights() { course::copy_weights(set_.replicas[0]->params, set_.replicas[1]->params); }
 
  private:
   course::Arch arch_;
@@ -98,6 +110,39 @@ void train_step_data(benchmark::State& state, const std::string& model, int thre
   for (auto _ : state) benchmark::DoNotOptimize(step.run());
   state.SetItemsProcessed(state.iterations() * kBatch);
   state.SetLabel(model + " batch " + std::to_string(kBatch) + ", data-parallel, " + std::to_string(threads) + " threads");
+}
+
+// Where a data-parallel step's time goes, phase by phase, for the lesson's profile:
+//   BM_DataStepPhase_<M>/forward_backward/threads:T   Task 3.1 alone (weights copied, shards run)
+//   BM_DataStepPhase_<M>/reduce_update/threads:T      Task 3.2 alone (gradients summed, one update)
+//   BM_DataStepPhase_<M>/one_shard/threads:T          ONE thread running the shard a thread gets on T
+//                                                     threads (B / T images), nothing else running:
+//                                                     forward_backward at T threads minus this is
+//                                                     what running side by side costs
+//   BM_DataStepPhase_<M>/copy_weights                 one replica's copy of the master's weights
+void data_step_phase(benchmark::State& state, const std::string& model, int threads, const std::string& phase) {
+  if (phase == "one_shard") {
+    DataParallelStep step(model, 1);
+    const int B = shard_of(kBatch, threads, 0).size();
+    for (auto _ : state) benchmark::DoNotOptimize(step.forward_backward(B));
+    state.SetItemsProcessed(state.iterations() * B);
+  } else if (phase == "copy_weights") {
+    DataParallelStep step(model, 2);
+    for (auto _ : state) step.copy_weights();
+    state.SetItemsProcessed(state.iterations());
+  } else {
+    DataParallelStep step(model, threads);
+    const auto shards = step.forward_backward(kBatch);
+    for (auto _ : state) {
+      if (phase == "forward_backward")
+        benchmark::DoNotOptimize(step.forward_backward(kBatch));
+      else
+        step.reduce_and_update(shards);
+    }
+    state.SetItemsProcessed(state.iterations() * kBatch);
+  }
+  state.SetLabel(model + " batch " + std::to_string(kBatch) + ", " + phase + ", " + std::to_string(threads) +
+                 " threads");
 }
 
 void train_step_loops(benchmark::State& state, const std::string& model, int threads) {
@@ -233,6 +278,15 @@ void register_all() {
     for (int t : sweep)
       benchmark::RegisterBenchmark(("BM_TrainStep_" + model + "/loops" + suffix(t, true)).c_str(), train_step_loops,
                                    named, t)->UseRealTime()->Unit(benchmark::kMillisecond);
+  }
+  for (const std::string model : {"CNN", "MLP"}) {
+    const std::string named = model == "CNN" ? "cnn" : "mlp";
+    for (const std::string phase : {"forward_backward", "reduce_update", "one_shard"})
+      for (int t : sweep)
+        benchmark::RegisterBenchmark(("BM_DataStepPhase_" + model + "/" + phase + suffix(t, true)).c_str(),
+                                     data_step_phase, named, t, phase)->UseRealTime()->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(("BM_DataStepPhase_" + model + "/copy_weights").c_str(), data_step_phase, named, 1,
+                                 std::string("copy_weights"))->UseRealTime()->Unit(benchmark::kMicrosecond);
   }
   std::vector<ConvLayerShape> convs;
   std::vector<PoolLayerShape> pools;

@@ -83,8 +83,8 @@ class SlicedLayer : public Layer<T> {
       error.guard([&] {
         const Shard s = shard_of(B, R, t);
         if (s.size() == 0) return;
-        copies_[t]->backward(x + s.begin * in, y + s.begin * out, dy + s.begin * out,
-                                                       dx ? dx + s.begin * in : nullptr, s.size());
+        copies_[t]->backward(x + s.begin * in, y + s.begin * out, dy + s.begin * out, dx ? dx + s.begin * in : nullptr,
+                             s.size());
       });
     }
     error.rethrow();
@@ -99,7 +99,6 @@ class SlicedLayer : public Layer<T> {
       }
     }
     // END Task 3.3
-    error.rethrow();
   }
 
  private:
