@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -14,42 +13,6 @@
 #include "common/rng.hpp"
 
 namespace course {
-
-namespace {
-
-// Mixes one 32-bit word into a 64-bit hash (a multiply-xorshift step).
-std::uint64_t mix(std::uint64_t h, std::uint32_t word) {
-  h = (h ^ word) * 0x9E3779B97F4A7C15ull;
-  return h ^ (h >> 29);
-}
-
-std::uint32_t bits_of(float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-}
-
-// The size, the shape, every label and 64 values of each of up to 4096 evenly
-// spaced images (all of the first and the last): enough to tell one data set
-// from another, such as a resumed epoch's remaining examples from the full set,
-// for about 0.3 ms per epoch on Fashion-MNIST.
-std::uint64_t fingerprint(const Dataset& d) {
-  const int n = d.size();
-  const long D = d.shape.size();
-  std::uint64_t h = mix(mix(0, static_cast<std::uint32_t>(n)), static_cast<std::uint32_t>(D));
-  for (int y : d.labels) h = mix(h, static_cast<std::uint32_t>(y));
-  if (n == 0) return h;
-  for (long j = 0; j < D; ++j) h = mix(mix(h, bits_of(d.image(0)[j])), bits_of(d.image(n - 1)[j]));
-  const int images = std::min(n, 4096);
-  const long values = std::min(D, 64L);
-  for (int s = 0; s < images; ++s) {
-    const float* image = d.image(static_cast<int>(static_cast<long>(s) * n / images));
-    for (long j = 0; j < values; ++j) h = mix(h, bits_of(image[j * D / values]));
-  }
-  return h;
-}
-
-}  // namespace
 
 GpuMlpEngine::GpuMlpEngine(const EngineConfig& cfg, int gemm_kernel, const std::vector<NamedTensor>& initial)
     : cfg_(cfg), gemm_kernel_(gemm_kernel) {
@@ -84,12 +47,12 @@ GpuMlpEngine::GpuMlpEngine(const EngineConfig& cfg, int gemm_kernel, const std::
       offset = g.bias + static_cast<std::size_t>(g.out);
     }
     layers_.push_back(g);
-    times_.push_back({layer.name() + " (" + layer.token() + ")", 0, 0, 0});
+    profiler_.add_row(layer.name() + " (" + layer.token() + ")");
     in = layer.out_shape();
   }
   for (Param<float>* p : net.params()) {
-    param_names_.push_back(p->name);
-    param_shapes_.push_back(p->value.shape);
+    layout_.names.push_back(p->name);
+    layout_.shapes.push_back(p->value.shape);
   }
   if (gemm_kernel == kGemmSingleBlock) {
     // Refused now rather than at the first batch: the largest product of the model
@@ -105,16 +68,13 @@ GpuMlpEngine::GpuMlpEngine(const EngineConfig& cfg, int gemm_kernel, const std::
                                   " outputs per product, and this model at batch " + std::to_string(cfg.batch) +
                                   " needs " + std::to_string(largest) + ": use --kernel 2 or later");
   }
-  gather_row_ = times_.size();
-  times_.push_back({"batch gather", 0, 0, 0});
-  loss_row_ = times_.size();
-  times_.push_back({"loss (" + cfg.loss + ")", 0, 0, 0});
-  sgd_row_ = times_.size();
-  times_.push_back({"sgd update", 0, 0, 0});
+  gather_row_ = profiler_.add_row("batch gather");
+  loss_row_ = profiler_.add_row("loss (" + cfg.loss + ")");
+  sgd_row_ = profiler_.add_row("sgd update");
 
   // The initial parameters, checked before anything is allocated on the GPU.
   const std::vector<float> flat =
-      flatten_checked(initial.empty() ? initial_parameters(cfg.arch, cfg.input, cfg.classes, cfg.seed) : initial, "");
+      layout_.flatten_checked(initial.empty() ? initial_parameters(cfg.arch, cfg.input, cfg.classes, cfg.seed) : initial, "");
 
   // ---- device memory
   params_.upload(flat);
@@ -135,108 +95,30 @@ GpuMlpEngine::GpuMlpEngine(const EngineConfig& cfg, int gemm_kernel, const std::
   batch_labels_.resize(batch);
   loss_sum_.resize(1);
   correct_.resize(1);
-  if (cfg.profile) {
-    sections_.resize(2 * times_.size());
-    for (Section& s : sections_) {
-      CUDA_CHECK(cudaEventCreate(&s.start));
-      CUDA_CHECK(cudaEventCreate(&s.stop));
-    }
-  }
-}
-
-GpuMlpEngine::~GpuMlpEngine() {
-  for (Section& s : sections_) {
-    if (s.start) cudaEventDestroy(s.start);
-    if (s.stop) cudaEventDestroy(s.stop);
-  }
+  if (cfg.profile) profiler_.enable();
 }
 
 std::string GpuMlpEngine::device() const { return gpu_name(); }
 
 // ---- parameters ---------------------------------------------------------------
 
-std::vector<float> GpuMlpEngine::flatten_checked(const std::vector<NamedTensor>& tensors,
-                                                 const std::string& suffix) const {
-  if (tensors.size() != param_names_.size())
-    throw std::invalid_argument("expected " + std::to_string(param_names_.size()) + " tensors, got " +
-                                std::to_string(tensors.size()));
-  std::vector<float> flat;
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const std::string name = param_names_[i] + suffix;
-    const Tensor& t = tensors[i].tensor;
-    if (tensors[i].name != name || t.shape != param_shapes_[i] || t.data.size() != Tensor::count(t.shape))
-      throw std::invalid_argument("tensor " + std::to_string(i) + " is " + tensors[i].name + " " + t.shape_str() +
-                                  ", expected " + name + " " + Tensor::shape_to_string(param_shapes_[i]));
-    flat.insert(flat.end(), t.data.begin(), t.data.end());
-  }
-  return flat;
-}
-
-std::vector<NamedTensor> GpuMlpEngine::split(const std::vector<float>& flat, const std::string& suffix) const {
-  std::vector<NamedTensor> out;
-  std::size_t offset = 0;
-  for (std::size_t i = 0; i < param_names_.size(); ++i) {
-    Tensor t(param_shapes_[i]);
-    std::copy(flat.begin() + static_cast<long>(offset), flat.begin() + static_cast<long>(offset + t.size()),
-              t.data.begin());
-    offset += t.size();
-    out.push_back({param_names_[i] + suffix, std::move(t)});
-  }
-  return out;
-}
-
-std::vector<NamedTensor> GpuMlpEngine::get_parameters() { return split(params_.download(), ""); }
+std::vector<NamedTensor> GpuMlpEngine::get_parameters() { return layout_.split(params_.download(), ""); }
 
 void GpuMlpEngine::set_parameters(const std::vector<NamedTensor>& params) {
-  const std::vector<float> flat = flatten_checked(params, "");
+  const std::vector<float> flat = layout_.flatten_checked(params, "");
   params_.upload(flat.data(), flat.size());
 }
 
-std::vector<NamedTensor> GpuMlpEngine::get_optimizer_state() { return split(velocity_.download(), ".velocity"); }
+std::vector<NamedTensor> GpuMlpEngine::get_optimizer_state() { return layout_.split(velocity_.download(), ".velocity"); }
 
 void GpuMlpEngine::set_optimizer_state(const std::vector<NamedTensor>& state) {
-  const std::vector<float> flat = flatten_checked(state, ".velocity");
+  const std::vector<float> flat = layout_.flatten_checked(state, ".velocity");
   velocity_.upload(flat.data(), flat.size());
 }
 
 // ---- data -----------------------------------------------------------------------
 
-const GpuMlpEngine::DeviceData& GpuMlpEngine::on_device(const Dataset& data, DeviceData& slot) {
-  if (data.shape.size() != cfg_.input.size())
-    throw std::invalid_argument("data set '" + data.name + "' has examples of " + data.shape.str() +
-                                " but the model was built for " + cfg_.input.str());
-  const std::uint64_t fp = fingerprint(data);
-  if (slot.size == data.size() && slot.fingerprint == fp && slot.images.size() == data.images.size()) return slot;
-  for (int i = 0; i < data.size(); ++i) {
-    const int y = data.labels[static_cast<std::size_t>(i)];
-    if (y < 0 || y >= cfg_.classes)
-      throw std::invalid_argument("data set '" + data.name + "': label " + std::to_string(y) + " of example " +
-                                  std::to_string(i) + " is outside [0, " + std::to_string(cfg_.classes) + ")");
-  }
-  slot.size = 0;  // until the upload has succeeded
-  if (data.size() > 0) {
-    slot.images.upload(data.images);
-    slot.labels.upload(data.labels);
-  }
-  slot.size = data.size();
-  slot.fingerprint = fp;
-  return slot;
-}
-
 // ---- forward, loss, backward ----------------------------------------------------
-
-template <typename Work>
-void GpuMlpEngine::timed(std::size_t row, Pass pass, Work&& work) {
-  if (!recording_) {
-    work();
-    return;
-  }
-  Section& s = sections_[2 * row + (pass == Pass::Forward ? 0 : 1)];
-  CUDA_CHECK(cudaEventRecord(s.start));
-  work();
-  CUDA_CHECK(cudaEventRecord(s.stop));
-  s.pending = true;
-}
 
 const float* GpuMlpEngine::forward(const float* x, int B) {
   input_ = x;
@@ -285,19 +167,8 @@ void GpuMlpEngine::zero_sums() {
   CUDA_CHECK(cudaMemsetAsync(correct_.get(), 0, sizeof(unsigned long long)));
 }
 
-EpochStats GpuMlpEngine::read_sums(long seen) {
-  EpochStats stats;
-  unsigned long long correct = 0;
-  // cudaMemcpy waits for every queued kernel: the one wait of the epoch.
-  CUDA_CHECK(cudaMemcpy(&stats.loss_sum, loss_sum_.get(), sizeof(double), cudaMemcpyDeviceToHost));
-  CUDA_CHECK(cudaMemcpy(&correct, correct_.get(), sizeof correct, cudaMemcpyDeviceToHost));
-  stats.correct = static_cast<long>(correct);
-  stats.seen = seen;
-  return stats;
-}
-
 void GpuMlpEngine::begin_epoch(const Dataset& train, int epoch) {
-  epoch_data_ = &on_device(train, train_data_);
+  epoch_data_ = &upload_once(train, cfg_.input, cfg_.classes, train_data_);
   epoch_size_ = train.size();
   if (epoch_size_ > 0) order_.upload(epoch_order(train.size(), cfg_.seed, epoch));
   zero_sums();
@@ -309,19 +180,19 @@ void GpuMlpEngine::train_batch(int b) {
   if (epoch_data_ == nullptr) throw std::logic_error("GpuMlpEngine::train_batch before begin_epoch");
   if (b < 0 || b >= num_batches())
     throw std::out_of_range("batch " + std::to_string(b) + " of " + std::to_string(num_batches()));
-  const DeviceData& data = *epoch_data_;
+  const DeviceDataset& data = *epoch_data_;
   const long D = cfg_.input.size();
   recording_ = cfg_.profile;  // only training steps are profiled
   // TODO(Task 4.10): one SGD step on batch b, all queued on the device: gather the batch, forward, loss and dlogits, backward, one SGD update of every parameter
   // HINT: entries b * cfg_.batch .. of order_ name the examples; the last batch may be smaller. No copy to the host here.
   // HINT: wrap the gather, the loss and the update in timed(row, pass, [&] { ... }) for --profile (forward() and backward() time the layers).
   throw course::NotImplemented("Task 4.10", "04_cuda_matmul/gpu_mlp_engine.cpp", "docs/lessons/04_cuda_matmul.md");
-  if (recording_) collect_times();
+  if (recording_) profiler_.collect();
   recording_ = false;
 }
 
 EpochStats GpuMlpEngine::end_epoch() {
-  const EpochStats stats = read_sums(epoch_size_);
+  const EpochStats stats = read_epoch_sums(loss_sum_.get(), correct_.get(), epoch_size_);
   epoch_data_ = nullptr;
   return stats;
 }
@@ -338,7 +209,7 @@ EpochStats GpuMlpEngine::train_epoch(const Dataset& train, int epoch, const Batc
 }
 
 EpochStats GpuMlpEngine::evaluate(const Dataset& data, std::vector<int>* predictions) {
-  const DeviceData& d = on_device(data, eval_data_);
+  const DeviceDataset& d = upload_once(data, cfg_.input, cfg_.classes, eval_data_);
   const int n = data.size();
   const long D = cfg_.input.size();
   predictions_.resize(static_cast<std::size_t>(n));
@@ -346,32 +217,11 @@ EpochStats GpuMlpEngine::evaluate(const Dataset& data, std::vector<int>* predict
   // TODO(Task 4.10): evaluation: forward each batch of the data set in order (straight from the device copy, no gather), loss and predictions, no gradient
   // HINT: batch b starts at image b * cfg_.batch of d.images; pass a null dlogits and predictions_.get() + first.
   throw course::NotImplemented("Task 4.10", "04_cuda_matmul/gpu_mlp_engine.cpp", "docs/lessons/04_cuda_matmul.md");
-  const EpochStats stats = read_sums(n);
+  const EpochStats stats = read_epoch_sums(loss_sum_.get(), correct_.get(), n);
   if (predictions) *predictions = n > 0 ? predictions_.download() : std::vector<int>();
   return stats;
 }
 
-// ---- profiling ------------------------------------------------------------------
-
-void GpuMlpEngine::collect_times() {
-  for (std::size_t i = 0; i < sections_.size(); ++i) {
-    Section& s = sections_[i];
-    if (!s.pending) continue;
-    CUDA_CHECK(cudaEventSynchronize(s.stop));
-    float ms = 0.f;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, s.start, s.stop));
-    LayerTime& t = times_[i / 2];
-    (i % 2 == 0 ? t.forward_ms : t.backward_ms) += ms;
-    if (i % 2 == 1 || !sections_[i + 1].pending) ++t.calls;  // once per row and step
-    s.pending = false;
-  }
-}
-
-void GpuMlpEngine::reset_layer_times() {
-  for (LayerTime& t : times_) {
-    t.forward_ms = t.backward_ms = 0;
-    t.calls = 0;
-  }
-}
+void GpuMlpEngine::reset_layer_times() { profiler_.reset(); }
 
 }  // namespace course

@@ -20,28 +20,6 @@ namespace course {
 
 namespace {
 
-// FNV-1a, 64 bits: mixes bytes into a running hash.
-std::uint64_t mix(std::uint64_t h, const void* data, std::size_t n) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
-
-// What tells one data set from another without hashing all of it: the size,
-// the shape, every label, and about 64 thousand pixels spread evenly over the
-// images (a few milliseconds for Fashion-MNIST, once per epoch).
-std::uint64_t data_fingerprint(const Dataset& d) {
-  std::uint64_t h = 14695981039346656037ull;
-  const int n = d.size();
-  const long D = d.shape.size();
-  h = mix(h, &n, sizeof n);
-  h = mix(h, &D, sizeof D);
-  if (!d.labels.empty()) h = mix(h, d.labels.data(), d.labels.size() * sizeof(int));
-  const std::size_t step = std::max<std::size_t>(1, d.images.size() / 65536);
-  for (std::size_t i = 0; i < d.images.size(); i += step) h = mix(h, &d.images[i], sizeof(float));
-  return h;
-}
-
 // The name of layer kind `kind` for the index-th such layer, as stage 01's
 // Network names them ("conv1", "pool1", "flatten1", "fc2", "relu3"): the same
 // names label the parameters ("conv1.weight") in every stage's model files.
@@ -74,7 +52,7 @@ GpuCnnEngine::GpuCnnEngine(const EngineConfig& cfg, const GpuCnnOptions& options
   build_layers();
 
   // The initial parameters, checked before anything is allocated on the GPU.
-  const std::vector<float> flat = flatten_checked(
+  const std::vector<float> flat = layout_.flatten_checked(
       initial.empty() ? initial_parameters(cfg.arch, cfg.input, cfg.classes, cfg.seed, make_cnn_layer<float>) : initial,
       "");
 
@@ -151,8 +129,8 @@ std::vector<NamedTensor> GpuCnnEngine::model_parameters(const EngineConfig& cfg)
 }
 
 void GpuCnnEngine::build_layers() {
-  param_count_ = plan_layers(cfg_, &layers_, &param_names_, &param_shapes_);
-  for (const GpuLayer& l : layers_) times_.push_back({l.name + " (" + l.token + ")", 0, 0, 0});
+  param_count_ = plan_layers(cfg_, &layers_, &layout_.names, &layout_.shapes);
+  for (const GpuLayer& l : layers_) profiler_.add_row(l.name + " (" + l.token + ")");
 
   if (options_.gemm_kernel == kGemmSingleBlock) {
     // Refused now rather than at the first batch: kernel 1 runs one block of at most
@@ -174,12 +152,9 @@ void GpuCnnEngine::build_layers() {
                                   std::to_string(cfg_.batch) + " needs " + std::to_string(largest) +
                                   ": use --kernel 2 or later");
   }
-  gather_row_ = times_.size();
-  times_.push_back({"batch gather", 0, 0, 0});
-  loss_row_ = times_.size();
-  times_.push_back({"loss (" + cfg_.loss + ")", 0, 0, 0});
-  sgd_row_ = times_.size();
-  times_.push_back({"sgd update", 0, 0, 0});
+  gather_row_ = profiler_.add_row("batch gather");
+  loss_row_ = profiler_.add_row("loss (" + cfg_.loss + ")");
+  sgd_row_ = profiler_.add_row("sgd update");
 }
 
 void GpuCnnEngine::allocate() {
@@ -207,20 +182,7 @@ void GpuCnnEngine::allocate() {
     if (l.kind == LayerKind::Conv) workspace = std::max(workspace, conv_workspace_floats(ctx, cfg_.batch, l.conv));
   }
   workspace_.resize(workspace);
-  if (cfg_.profile) {
-    sections_.resize(2 * times_.size());
-    for (Section& s : sections_) {
-      CUDA_CHECK(cudaEventCreate(&s.start));
-      CUDA_CHECK(cudaEventCreate(&s.stop));
-    }
-  }
-}
-
-GpuCnnEngine::~GpuCnnEngine() {
-  for (Section& s : sections_) {
-    if (s.start) cudaEventDestroy(s.start);
-    if (s.stop) cudaEventDestroy(s.stop);
-  }
+  if (cfg_.profile) profiler_.enable();
 }
 
 ConvContext GpuCnnEngine::conv_context() {
@@ -244,7 +206,7 @@ std::vector<ConvMemory> GpuCnnEngine::conv_memory() const {
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const GpuLayer& l = layers_[i];
     if (l.kind != LayerKind::Conv) continue;
-    out.push_back({times_[i].layer, l.conv, l.conv.in_size(), static_cast<long>(unrolled_floats(1, l.conv)),
+    out.push_back({l.name + " (" + l.token + ")", l.conv, l.conv.in_size(), static_cast<long>(unrolled_floats(1, l.conv)),
                    conv_workspace_floats(ctx, cfg_.batch, l.conv)});
   }
   return out;
@@ -262,89 +224,23 @@ int GpuCnnEngine::split_k_chunks_used() const {
 
 // ---- parameters ---------------------------------------------------------------------------
 
-std::vector<float> GpuCnnEngine::flatten_checked(const std::vector<NamedTensor>& tensors,
-                                                 const std::string& suffix) const {
-  if (tensors.size() != param_names_.size())
-    throw std::invalid_argument("expected " + std::to_string(param_names_.size()) + " tensors, got " +
-                                std::to_string(tensors.size()));
-  std::vector<float> flat;
-  flat.reserve(param_count_);
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const std::string name = param_names_[i] + suffix;
-    const Tensor& t = tensors[i].tensor;
-    if (tensors[i].name != name || t.shape != param_shapes_[i] || t.data.size() != Tensor::count(t.shape))
-      throw std::invalid_argument("tensor " + std::to_string(i) + " is " + tensors[i].name + " " + t.shape_str() +
-                                  ", expected " + name + " " + Tensor::shape_to_string(param_shapes_[i]));
-    flat.insert(flat.end(), t.data.begin(), t.data.end());
-  }
-  return flat;
-}
-
-std::vector<NamedTensor> GpuCnnEngine::split(const std::vector<float>& flat, const std::string& suffix) const {
-  std::vector<NamedTensor> out;
-  std::size_t offset = 0;
-  for (std::size_t i = 0; i < param_names_.size(); ++i) {
-    Tensor t(param_shapes_[i]);
-    std::copy(flat.begin() + static_cast<long>(offset), flat.begin() + static_cast<long>(offset + t.size()),
-              t.data.begin());
-    offset += t.size();
-    out.push_back({param_names_[i] + suffix, std::move(t)});
-  }
-  return out;
-}
-
-std::vector<NamedTensor> GpuCnnEngine::get_parameters() { return split(params_.download(), ""); }
+std::vector<NamedTensor> GpuCnnEngine::get_parameters() { return layout_.split(params_.download(), ""); }
 
 void GpuCnnEngine::set_parameters(const std::vector<NamedTensor>& params) {
-  const std::vector<float> flat = flatten_checked(params, "");
+  const std::vector<float> flat = layout_.flatten_checked(params, "");
   if (!flat.empty()) params_.upload(flat.data(), flat.size());
 }
 
-std::vector<NamedTensor> GpuCnnEngine::get_optimizer_state() { return split(velocity_.download(), ".velocity"); }
+std::vector<NamedTensor> GpuCnnEngine::get_optimizer_state() { return layout_.split(velocity_.download(), ".velocity"); }
 
 void GpuCnnEngine::set_optimizer_state(const std::vector<NamedTensor>& state) {
-  const std::vector<float> flat = flatten_checked(state, ".velocity");
+  const std::vector<float> flat = layout_.flatten_checked(state, ".velocity");
   if (!flat.empty()) velocity_.upload(flat.data(), flat.size());
 }
 
 // ---- data --------------------------------------------------------------------------------------
 
-const GpuCnnEngine::DeviceData& GpuCnnEngine::on_device(const Dataset& data, DeviceData& slot) {
-  if (data.shape.size() != cfg_.input.size())
-    throw std::invalid_argument("data set '" + data.name + "' has examples of " + data.shape.str() +
-                                " but the model was built for " + cfg_.input.str());
-  const std::uint64_t fp = data_fingerprint(data);
-  if (slot.size == data.size() && slot.fingerprint == fp) return slot;
-  for (int i = 0; i < data.size(); ++i) {
-    const int y = data.labels[static_cast<std::size_t>(i)];
-    if (y < 0 || y >= cfg_.classes)
-      throw std::invalid_argument("data set '" + data.name + "': label " + std::to_string(y) + " of example " +
-                                  std::to_string(i) + " is outside [0, " + std::to_string(cfg_.classes) + ")");
-  }
-  slot.size = 0;  // until the upload has succeeded
-  if (data.size() > 0) {
-    slot.images.upload(data.images);
-    slot.labels.upload(data.labels);
-  }
-  slot.size = data.size();
-  slot.fingerprint = fp;
-  return slot;
-}
-
 // ---- forward, loss, backward ----------------------------------------------------------------------
-
-template <typename Work>
-void GpuCnnEngine::timed(std::size_t row, Pass pass, Work&& work) {
-  if (!recording_) {
-    work();
-    return;
-  }
-  Section& s = sections_[2 * row + (pass == Pass::Forward ? 0 : 1)];
-  CUDA_CHECK(cudaEventRecord(s.start));
-  work();
-  CUDA_CHECK(cudaEventRecord(s.stop));
-  s.pending = true;
-}
 
 const float* GpuCnnEngine::forward(const float* x, int B) {
   input_ = x;
@@ -377,19 +273,8 @@ void GpuCnnEngine::zero_sums() {
   CUDA_CHECK(cudaMemsetAsync(correct_.get(), 0, sizeof(unsigned long long)));
 }
 
-EpochStats GpuCnnEngine::read_sums(long seen) {
-  EpochStats stats;
-  unsigned long long correct = 0;
-  // cudaMemcpy waits for every queued kernel: the one wait of the epoch.
-  CUDA_CHECK(cudaMemcpy(&stats.loss_sum, loss_sum_.get(), sizeof(double), cudaMemcpyDeviceToHost));
-  CUDA_CHECK(cudaMemcpy(&correct, correct_.get(), sizeof correct, cudaMemcpyDeviceToHost));
-  stats.correct = static_cast<long>(correct);
-  stats.seen = seen;
-  return stats;
-}
-
 void GpuCnnEngine::begin_epoch(const Dataset& train, int epoch) {
-  epoch_data_ = &on_device(train, train_data_);
+  epoch_data_ = &upload_once(train, cfg_.input, cfg_.classes, train_data_);
   epoch_size_ = train.size();
   if (epoch_size_ > 0) order_.upload(epoch_order(train.size(), cfg_.seed, epoch));
   zero_sums();
@@ -401,19 +286,19 @@ void GpuCnnEngine::train_batch(int b) {
   if (epoch_data_ == nullptr) throw std::logic_error("GpuCnnEngine::train_batch before begin_epoch");
   if (b < 0 || b >= num_batches())
     throw std::out_of_range("batch " + std::to_string(b) + " of " + std::to_string(num_batches()));
-  const DeviceData& data = *epoch_data_;
+  const DeviceDataset& data = *epoch_data_;
   const long D = cfg_.input.size();
   float* dlogits = output_grads_.back();
   recording_ = cfg_.profile;  // only training steps are profiled
   // TODO(Task 5.9): one SGD step on batch b, all queued on the device: gather the batch from order_, forward, loss and dlogits, backward, one SGD update of every parameter; no copy to the host
   // HINT: the same five steps as stage 04's GpuMlpEngine::train_batch; the batch goes to batch_, its labels to batch_labels_, dlogits to output_grads_.back().
   throw course::NotImplemented("Task 5.9", "05_im2col_gemm/gpu_cnn_engine.cpp", "docs/lessons/05_im2col_gemm.md");
-  if (recording_) collect_times();
+  if (recording_) profiler_.collect();
   recording_ = false;
 }
 
 EpochStats GpuCnnEngine::end_epoch() {
-  const EpochStats stats = read_sums(epoch_size_);
+  const EpochStats stats = read_epoch_sums(loss_sum_.get(), correct_.get(), epoch_size_);
   epoch_data_ = nullptr;
   return stats;
 }
@@ -429,7 +314,7 @@ EpochStats GpuCnnEngine::train_epoch(const Dataset& train, int epoch, const Batc
 }
 
 EpochStats GpuCnnEngine::evaluate(const Dataset& data, std::vector<int>* predictions) {
-  const DeviceData& d = on_device(data, eval_data_);
+  const DeviceDataset& d = upload_once(data, cfg_.input, cfg_.classes, eval_data_);
   const int n = data.size();
   const long D = cfg_.input.size();
   predictions_.resize(static_cast<std::size_t>(n));
@@ -437,32 +322,11 @@ EpochStats GpuCnnEngine::evaluate(const Dataset& data, std::vector<int>* predict
   // TODO(Task 5.9): evaluation: forward each batch of the data set in order (straight from the device copy, no gather), loss and predictions, no gradient
   // HINT: batch b starts at image b * cfg_.batch of d.images; pass a null dlogits and predictions_.get() + first.
   throw course::NotImplemented("Task 5.9", "05_im2col_gemm/gpu_cnn_engine.cpp", "docs/lessons/05_im2col_gemm.md");
-  const EpochStats stats = read_sums(n);
+  const EpochStats stats = read_epoch_sums(loss_sum_.get(), correct_.get(), n);
   if (predictions) *predictions = n > 0 ? predictions_.download() : std::vector<int>();
   return stats;
 }
 
-// ---- profiling -----------------------------------------------------------------------------------
-
-void GpuCnnEngine::collect_times() {
-  for (std::size_t i = 0; i < sections_.size(); ++i) {
-    Section& s = sections_[i];
-    if (!s.pending) continue;
-    CUDA_CHECK(cudaEventSynchronize(s.stop));
-    float ms = 0.f;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, s.start, s.stop));
-    LayerTime& t = times_[i / 2];
-    (i % 2 == 0 ? t.forward_ms : t.backward_ms) += ms;
-    if (i % 2 == 1 || !sections_[i + 1].pending) ++t.calls;  // once per row and step
-    s.pending = false;
-  }
-}
-
-void GpuCnnEngine::reset_layer_times() {
-  for (LayerTime& t : times_) {
-    t.forward_ms = t.backward_ms = 0;
-    t.calls = 0;
-  }
-}
+void GpuCnnEngine::reset_layer_times() { profiler_.reset(); }
 
 }  // namespace course

@@ -31,6 +31,7 @@
 #include "02_conv_pool/conv.hpp"
 #include "02_conv_pool/pool.hpp"
 #include "04_cuda_matmul/gemm.hpp"
+#include "04_cuda_matmul/gpu_engine_parts.hpp"
 #include "05_im2col_gemm/conv_gpu.hpp"
 #include "05_im2col_gemm/split_k.hpp"
 #include "common/arch.hpp"
@@ -69,7 +70,6 @@ class GpuCnnEngine : public Engine {
   /// split_k < 1; course::GpuError when the GPU cannot be used.
   explicit GpuCnnEngine(const EngineConfig& cfg, const GpuCnnOptions& options = {},
                         const std::vector<NamedTensor>& initial = {});
-  ~GpuCnnEngine() override;
   GpuCnnEngine(const GpuCnnEngine&) = delete;
   GpuCnnEngine& operator=(const GpuCnnEngine&) = delete;
 
@@ -88,7 +88,7 @@ class GpuCnnEngine : public Engine {
   void set_optimizer_state(const std::vector<NamedTensor>& state) override;
   /// With EngineConfig::profile: GPU time of every layer's forward and backward
   /// (CUDA events around each), plus rows for the batch gather, the loss and the SGD update.
-  std::vector<LayerTime> layer_times() const override { return times_; }
+  std::vector<LayerTime> layer_times() const override { return profiler_.times(); }
   void reset_layer_times() override;
 
   /// The parameter tensors of cfg's model, named and shaped as this engine (and every
@@ -131,19 +131,7 @@ class GpuCnnEngine : public Engine {
     DeviceBuffer<float> output_grad;   ///< [batch, out]: dL/d(output) (empty for Flatten, see output_grads_)
     DeviceBuffer<int> argmax;          ///< MaxPool: [batch, out]
   };
-  /// A data set copied to the device, and what identifies the copy.
-  struct DeviceData {
-    std::uint64_t fingerprint = 0;
-    int size = 0;
-    DeviceBuffer<float> images;  ///< [size, D]
-    DeviceBuffer<int> labels;    ///< [size]
-  };
-  /// CUDA events around one piece of work, for --profile.
-  struct Section {
-    cudaEvent_t start = nullptr, stop = nullptr;
-    bool pending = false;
-  };
-  enum class Pass { Forward, Backward };
+  using Pass = GpuProfiler::Pass;
 
   /// The layers of cfg's model with their geometries and parameter offsets (no device
   /// memory yet), the parameters' names and shapes in model order; returns the parameter count.
@@ -152,25 +140,20 @@ class GpuCnnEngine : public Engine {
   void build_layers();
   void allocate();
   ConvContext conv_context();
-  const DeviceData& on_device(const Dataset& data, DeviceData& slot);
   const float* forward(const float* x, int B);
   void backward(int B);
   void loss(const float* logits, const int* labels, int B, float* dlogits, int* predictions);
+  /// Runs `work`, timed for --profile as row `row`, pass `pass`, inside a profiled step.
   template <typename Work>
-  void timed(std::size_t row, Pass pass, Work&& work);
-  void collect_times();
+  void timed(std::size_t row, Pass pass, Work&& work) {
+    profiler_.time(row, pass, recording_, 0, work);
+  }
   void zero_sums();
-  EpochStats read_sums(long seen);
-  /// The tensors, checked against the parameters' names (plus `suffix`) and shapes, in one flat vector.
-  std::vector<float> flatten_checked(const std::vector<NamedTensor>& tensors, const std::string& suffix) const;
-  /// A flat vector cut into one tensor per parameter, named after it plus `suffix`.
-  std::vector<NamedTensor> split(const std::vector<float>& flat, const std::string& suffix) const;
 
   EngineConfig cfg_;
   GpuCnnOptions options_;
   std::vector<GpuLayer> layers_;
-  std::vector<std::string> param_names_;
-  std::vector<std::vector<int>> param_shapes_;
+  ParamLayout layout_;  ///< the parameters' names and shapes, in model order
   std::size_t param_count_ = 0;
   DeviceBuffer<float> params_, grads_, velocity_;
   DeviceBuffer<float> batch_;              ///< the gathered batch [batch, D]
@@ -187,12 +170,11 @@ class GpuCnnEngine : public Engine {
   DeviceBuffer<double> loss_sum_;
   DeviceBuffer<unsigned long long> correct_;
   DeviceBuffer<int> predictions_;
-  DeviceData train_data_, eval_data_;
-  const DeviceData* epoch_data_ = nullptr;
+  DeviceDataset train_data_, eval_data_;
+  const DeviceDataset* epoch_data_ = nullptr;
   int epoch_size_ = 0;
 
-  std::vector<LayerTime> times_;  ///< one row per layer, then gather, loss, SGD
-  std::vector<Section> sections_; ///< two per row of times_: forward, backward
+  GpuProfiler profiler_;  ///< one row per layer, then gather, loss, SGD
   std::size_t gather_row_ = 0, loss_row_ = 0, sgd_row_ = 0;
   bool recording_ = false;
 };

@@ -43,17 +43,7 @@ void gemm(int kernel, bool trans_a, bool trans_b, int M, int N, int K, float alp
   if (K > 0 && (A == nullptr || B == nullptr))
     throw std::invalid_argument(std::string("gemm: ") + (A == nullptr ? "A" : "B") +
                                 " is null but K = " + std::to_string(K));
-  GemmProblem p;
-  p.trans_a = trans_a;
-  p.trans_b = trans_b;
-  p.M = M;
-  p.N = N;
-  p.K = K;
-  p.alpha = alpha;
-  p.beta = beta;
-  p.A = A;
-  p.B = B;
-  p.C = C;
+  const GemmProblem p{trans_a, trans_b, M, N, K, alpha, beta, A, B, C};
   switch (kernel) {
     case kGemmCublas:
       matmul_cublas(p, stream);
@@ -89,16 +79,7 @@ void gemm_k_slices(bool trans_a, bool trans_b, int M, int N, int K, int k_slice,
   if (A == nullptr || B == nullptr || partials == nullptr)
     throw std::invalid_argument(std::string("gemm_k_slices: ") + (A == nullptr ? "A" : B == nullptr ? "B" : "partials") +
                                 " is null");
-  GemmProblem p;
-  p.trans_a = trans_a;
-  p.trans_b = trans_b;
-  p.M = M;
-  p.N = N;
-  p.K = K;
-  p.A = A;
-  p.B = B;
-  p.C = partials;
-  p.k_slice = k_slice;
+  const GemmProblem p{trans_a, trans_b, M, N, K, 1.f, 0.f, A, B, partials, k_slice};
   matmul_register_tiled(p, stream);
 }
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "04_cuda_matmul/gemm.hpp"
+#include "04_cuda_matmul/gpu_engine_parts.hpp"
 #include "common/arch.hpp"
 #include "common/cuda_check.hpp"
 #include "common/engine.hpp"
@@ -43,7 +44,6 @@ class GpuMlpEngine : public Engine {
   /// when the GPU cannot be used.
   explicit GpuMlpEngine(const EngineConfig& cfg, int gemm_kernel = kBestGemm,
                         const std::vector<NamedTensor>& initial = {});
-  ~GpuMlpEngine() override;
   GpuMlpEngine(const GpuMlpEngine&) = delete;
   GpuMlpEngine& operator=(const GpuMlpEngine&) = delete;
 
@@ -62,7 +62,9 @@ class GpuMlpEngine : public Engine {
   void set_optimizer_state(const std::vector<NamedTensor>& state) override;
   /// With EngineConfig::profile: GPU time of every layer, plus rows for the
   /// batch gather, the loss and the SGD update (CUDA events around each).
-  std::vector<LayerTime> layer_times() const override { return cfg_.profile ? times_ : std::vector<LayerTime>(); }
+  std::vector<LayerTime> layer_times() const override {
+    return cfg_.profile ? profiler_.times() : std::vector<LayerTime>();
+  }
   void reset_layer_times() override;
 
   /// The gemm kernel this engine uses.
@@ -89,39 +91,22 @@ class GpuMlpEngine : public Engine {
     int in = 0, out = 0;               ///< input and output values per example
     std::size_t weight = 0, bias = 0;  ///< offsets of W [out, in] and b [out] in the parameter buffer
   };
-  /// A data set copied to the device, and what identifies the copy.
-  struct DeviceData {
-    std::uint64_t fingerprint = 0;
-    int size = 0;
-    DeviceBuffer<float> images;  ///< [size, D]
-    DeviceBuffer<int> labels;    ///< [size]
-  };
-  /// CUDA events around one piece of work, for --profile.
-  struct Section {
-    cudaEvent_t start = nullptr, stop = nullptr;
-    bool pending = false;  ///< recorded and not yet read
-  };
-  enum class Pass { Forward, Backward };
+  using Pass = GpuProfiler::Pass;
 
-  const DeviceData& on_device(const Dataset& data, DeviceData& slot);
   const float* forward(const float* x, int B);
   void backward(int B);
   void loss(const float* logits, const int* labels, int B, float* dlogits, int* predictions);
+  /// Runs `work`, timed for --profile as row `row`, pass `pass`, inside a profiled step.
   template <typename Work>
-  void timed(std::size_t row, Pass pass, Work&& work);
-  void collect_times();
+  void timed(std::size_t row, Pass pass, Work&& work) {
+    profiler_.time(row, pass, recording_, 0, work);
+  }
   void zero_sums();
-  EpochStats read_sums(long seen);
-  /// The tensors' values, flat in model order, after checking that tensor i is
-  /// param_names_[i] + suffix with param_shapes_[i]; split() is the inverse.
-  std::vector<float> flatten_checked(const std::vector<NamedTensor>& tensors, const std::string& suffix) const;
-  std::vector<NamedTensor> split(const std::vector<float>& flat, const std::string& suffix) const;
 
   EngineConfig cfg_;
   int gemm_kernel_;
   std::vector<GpuLayer> layers_;
-  std::vector<std::string> param_names_;  ///< "fc1.weight", ... in model order
-  std::vector<std::vector<int>> param_shapes_;
+  ParamLayout layout_;  ///< the parameters' names ("fc1.weight", ...) and shapes, in model order
   DeviceBuffer<float> params_, grads_, velocity_;  ///< every parameter, flat, in model order
   std::vector<DeviceBuffer<float>> acts_;  ///< acts_[0]: the gathered batch [batch, D]; acts_[i + 1]: output of layer i
   std::vector<DeviceBuffer<float>>
@@ -132,12 +117,11 @@ class GpuMlpEngine : public Engine {
   DeviceBuffer<double> loss_sum_;
   DeviceBuffer<unsigned long long> correct_;
   DeviceBuffer<int> predictions_;
-  DeviceData train_data_, eval_data_;
-  const DeviceData* epoch_data_ = nullptr;  ///< the set begin_epoch() was given
+  DeviceDataset train_data_, eval_data_;
+  const DeviceDataset* epoch_data_ = nullptr;  ///< the set begin_epoch() was given
   int epoch_size_ = 0;
 
-  std::vector<LayerTime> times_;   ///< one row per layer, then gather, loss, SGD
-  std::vector<Section> sections_;  ///< two per row of times_: forward, backward
+  GpuProfiler profiler_;  ///< one row per layer, then gather, loss, SGD
   std::size_t gather_row_ = 0, loss_row_ = 0, sgd_row_ = 0;
   bool recording_ = false;  ///< true inside a profiled train_batch()
 };

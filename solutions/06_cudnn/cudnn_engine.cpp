@@ -35,16 +35,6 @@ std::string shape_key(const ConvGeometry& g, int B) {
          std::to_string(g.S);
 }
 
-/// Tells one data set from another cheaply: its size, every label and 4096 evenly spaced pixel values.
-std::uint64_t fingerprint(const Dataset& d) {
-  const int n = d.size();
-  std::uint64_t h = fnv1a64(&n, sizeof n);
-  if (!d.labels.empty()) h = fnv1a64(d.labels.data(), d.labels.size() * sizeof(int), h);
-  const std::size_t values = d.images.size(), samples = std::min<std::size_t>(values, 4096);
-  for (std::size_t s = 0; s < samples; ++s) h = fnv1a64(&d.images[s * values / samples], sizeof(float), h);
-  return h;
-}
-
 }  // namespace
 
 EngineConfig CudnnEngine::checked(const EngineConfig& cfg) {
@@ -89,22 +79,19 @@ CudnnEngine::CudnnEngine(const EngineConfig& cfg, bool use_graph, const std::vec
         describe_activation(*l.act_desc, mode);
       }
     }
-    times_.push_back({l.name, 0, 0, 0});
+    profiler_.add_row(l.name);
     layers_.push_back(std::move(l));
     in = layer.out_shape();
   }
   for (Param<float>* p : net.params()) {
-    param_names_.push_back(p->name);
-    param_shapes_.push_back(p->value.shape);
+    layout_.names.push_back(p->name);
+    layout_.shapes.push_back(p->value.shape);
   }
-  gather_row_ = times_.size();
-  times_.push_back({"batch gather", 0, 0, 0});
-  loss_row_ = times_.size();
-  times_.push_back({"loss (" + cfg_.loss + ")", 0, 0, 0});
-  sgd_row_ = times_.size();
-  times_.push_back({"sgd update", 0, 0, 0});
+  gather_row_ = profiler_.add_row("batch gather");
+  loss_row_ = profiler_.add_row("loss (" + cfg_.loss + ")");
+  sgd_row_ = profiler_.add_row("sgd update");
 
-  const std::vector<float> flat = flatten_checked(
+  const std::vector<float> flat = layout_.flatten_checked(
       initial.empty() ? initial_parameters(cfg_.arch, cfg_.input, cfg_.classes, cfg_.seed, make_cnn_layer<float>)
                       : initial,
       "");
@@ -135,22 +122,12 @@ CudnnEngine::CudnnEngine(const EngineConfig& cfg, bool use_graph, const std::vec
   step_.resize(1);
   for (auto* sum : {&loss_sum_, &eval_loss_sum_, &scratch_loss_sum_}) sum->resize(1);
   for (auto* count : {&correct_, &eval_correct_, &scratch_correct_}) count->resize(1);
-  if (cfg_.profile) {
-    sections_.resize(2 * times_.size());
-    for (Section& s : sections_) {
-      CUDA_CHECK(cudaEventCreate(&s.start));
-      CUDA_CHECK(cudaEventCreate(&s.stop));
-    }
-  }
+  if (cfg_.profile) profiler_.enable();
   plan_for(cfg_.batch);  // descriptors and algorithms of the full batch, before any timing
 }
 
 CudnnEngine::~CudnnEngine() {
   cudaStreamSynchronize(stream());  // nothing may still use what is about to be freed
-  for (Section& s : sections_) {
-    if (s.start) cudaEventDestroy(s.start);
-    if (s.stop) cudaEventDestroy(s.stop);
-  }
 }
 
 std::string CudnnEngine::device() const { return gpu_name(); }
@@ -215,46 +192,7 @@ const CudnnEngine::BatchPlan& CudnnEngine::plan_for(int B) {
 
 // ---- data ---------------------------------------------------------------------------
 
-const CudnnEngine::DeviceData& CudnnEngine::on_device(const Dataset& data, DeviceData& slot) {
-  if (data.shape.size() != cfg_.input.size())
-    throw std::invalid_argument("data set '" + data.name + "' has examples of " + data.shape.str() +
-                                " but the model was built for " + cfg_.input.str());
-  if (data.images.size() != static_cast<std::size_t>(data.size()) * static_cast<std::size_t>(data.shape.size()))
-    throw std::invalid_argument("data set '" + data.name + "' holds " + std::to_string(data.images.size()) +
-                                " values for " + std::to_string(data.size()) + " examples of " + data.shape.str());
-  const std::uint64_t fp = fingerprint(data);
-  if (slot.size == data.size() && slot.fingerprint == fp) return slot;
-  for (int i = 0; i < data.size(); ++i) {
-    const int y = data.labels[static_cast<std::size_t>(i)];
-    if (y < 0 || y >= cfg_.classes)
-      throw std::invalid_argument("data set '" + data.name + "': label " + std::to_string(y) + " of example " +
-                                  std::to_string(i) + " is outside [0, " + std::to_string(cfg_.classes) + ")");
-  }
-  slot.size = -1;  // until the upload has succeeded
-  CUDA_CHECK(cudaStreamSynchronize(stream()));  // queued steps may still read the old copy
-  if (data.size() > 0) {
-    slot.images.upload(data.images);
-    slot.labels.upload(data.labels);
-  }
-  slot.size = data.size();
-  slot.fingerprint = fp;
-  return slot;
-}
-
 // ---- forward, loss, backward ----------------------------------------------------------
-
-template <typename Work>
-void CudnnEngine::timed(std::size_t row, Pass pass, Work&& work) {
-  if (!recording_) {
-    work();
-    return;
-  }
-  Section& s = sections_[2 * row + (pass == Pass::Forward ? 0 : 1)];
-  CUDA_CHECK(cudaEventRecord(s.start, stream()));
-  work();
-  CUDA_CHECK(cudaEventRecord(s.stop, stream()));
-  s.pending = true;
-}
 
 const float* CudnnEngine::forward(const float* x, const BatchPlan& plan) {
   const GpuHandles& h = handles();
@@ -350,7 +288,7 @@ void CudnnEngine::loss(const BatchPlan& plan, const float* logits, const int* la
 // ---- the training step ------------------------------------------------------------------
 
 void CudnnEngine::queue_step(const BatchPlan& plan, double* loss_sum, unsigned long long* correct, bool update) {
-  const DeviceData& data = *epoch_data_;
+  const DeviceDataset& data = *epoch_data_;
   const long D = cfg_.input.size();
   timed(gather_row_, Pass::Forward, [&] {
     gather_batch_at_step_gpu(data.images.get(), data.labels.get(), order_.get(), step_.get(), cfg_.batch, plan.B, D,
@@ -405,19 +343,8 @@ void CudnnEngine::zero(double* loss_sum, unsigned long long* correct) {
   CUDA_CHECK(cudaMemsetAsync(correct, 0, sizeof(unsigned long long), stream()));
 }
 
-EpochStats CudnnEngine::read_sums(const double* loss_sum, const unsigned long long* correct, long seen) {
-  EpochStats stats;
-  unsigned long long count = 0;
-  CUDA_CHECK(cudaMemcpyAsync(&stats.loss_sum, loss_sum, sizeof(double), cudaMemcpyDeviceToHost, stream()));
-  CUDA_CHECK(cudaMemcpyAsync(&count, correct, sizeof count, cudaMemcpyDeviceToHost, stream()));
-  CUDA_CHECK(cudaStreamSynchronize(stream()));  // the one wait of the epoch
-  stats.correct = static_cast<long>(count);
-  stats.seen = seen;
-  return stats;
-}
-
 void CudnnEngine::begin_epoch(const Dataset& train, int epoch) {
-  epoch_data_ = &on_device(train, train_data_);
+  epoch_data_ = &upload_once(train, cfg_.input, cfg_.classes, train_data_, stream());
   epoch_size_ = train.size();
   next_batch_ = 0;
   if (epoch_size_ > 0) {
@@ -451,13 +378,13 @@ void CudnnEngine::train_batch(int b) {
     run_captured(plan);
   else
     queue_step(plan, loss_sum_.get(), correct_.get(), /*update=*/true);
-  if (recording_) collect_times();
+  if (recording_) profiler_.collect();
   recording_ = false;
   ++next_batch_;
 }
 
 EpochStats CudnnEngine::end_epoch() {
-  const EpochStats stats = read_sums(loss_sum_.get(), correct_.get(), epoch_size_);
+  const EpochStats stats = read_epoch_sums(loss_sum_.get(), correct_.get(), epoch_size_, stream());
   epoch_data_ = nullptr;
   return stats;
 }
@@ -473,7 +400,7 @@ EpochStats CudnnEngine::train_epoch(const Dataset& train, int epoch, const Batch
 }
 
 EpochStats CudnnEngine::evaluate(const Dataset& data, std::vector<int>* predictions) {
-  const DeviceData& d = on_device(data, eval_data_);
+  const DeviceDataset& d = upload_once(data, cfg_.input, cfg_.classes, eval_data_, stream());
   const int n = data.size();
   const long D = cfg_.input.size();
   predictions_.resize(static_cast<std::size_t>(std::max(n, 1)));
@@ -485,7 +412,7 @@ EpochStats CudnnEngine::evaluate(const Dataset& data, std::vector<int>* predicti
     loss(plan, logits, d.labels.get() + first, nullptr, eval_loss_sum_.get(), eval_correct_.get(),
          predictions_.get() + first);
   }
-  const EpochStats stats = read_sums(eval_loss_sum_.get(), eval_correct_.get(), n);
+  const EpochStats stats = read_epoch_sums(eval_loss_sum_.get(), eval_correct_.get(), n, stream());
   if (predictions) {
     predictions->assign(static_cast<std::size_t>(n), 0);
     if (n > 0)
@@ -497,43 +424,15 @@ EpochStats CudnnEngine::evaluate(const Dataset& data, std::vector<int>* predicti
 
 // ---- parameters ---------------------------------------------------------------------------
 
-std::vector<float> CudnnEngine::flatten_checked(const std::vector<NamedTensor>& params,
-                                                const std::string& suffix) const {
-  if (params.size() != param_names_.size())
-    throw std::invalid_argument("expected " + std::to_string(param_names_.size()) + " tensors, got " +
-                                std::to_string(params.size()));
-  std::vector<float> flat;
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const std::string name = param_names_[i] + suffix;
-    if (params[i].name != name || params[i].tensor.shape != param_shapes_[i] ||
-        params[i].tensor.data.size() != Tensor::count(param_shapes_[i]))
-      throw std::invalid_argument("tensor " + std::to_string(i) + " is " + params[i].name + " " +
-                                  params[i].tensor.shape_str() + ", expected " + name + " " +
-                                  Tensor::shape_to_string(param_shapes_[i]));
-    flat.insert(flat.end(), params[i].tensor.data.begin(), params[i].tensor.data.end());
-  }
-  return flat;
-}
-
-std::vector<NamedTensor> CudnnEngine::split(const DeviceBuffer<float>& flat_buffer, const std::string& suffix) {
+std::vector<NamedTensor> CudnnEngine::split(const DeviceBuffer<float>& flat, const std::string& suffix) {
   CUDA_CHECK(cudaStreamSynchronize(stream()));  // the last SGD update must have landed
-  const std::vector<float> flat = flat_buffer.download();
-  std::vector<NamedTensor> out;
-  std::size_t offset = 0;
-  for (std::size_t i = 0; i < param_names_.size(); ++i) {
-    Tensor t(param_shapes_[i]);
-    std::copy(flat.begin() + static_cast<long>(offset), flat.begin() + static_cast<long>(offset + t.size()),
-              t.data.begin());
-    offset += t.size();
-    out.push_back({param_names_[i] + suffix, std::move(t)});
-  }
-  return out;
+  return layout_.split(flat.download(), suffix);
 }
 
 std::vector<NamedTensor> CudnnEngine::get_parameters() { return split(params_, ""); }
 
 void CudnnEngine::set_parameters(const std::vector<NamedTensor>& params) {
-  const std::vector<float> flat = flatten_checked(params, "");
+  const std::vector<float> flat = layout_.flatten_checked(params, "");
   CUDA_CHECK(cudaStreamSynchronize(stream()));
   params_.upload(flat.data(), flat.size());
 }
@@ -541,7 +440,7 @@ void CudnnEngine::set_parameters(const std::vector<NamedTensor>& params) {
 std::vector<NamedTensor> CudnnEngine::get_optimizer_state() { return split(velocity_, ".velocity"); }
 
 void CudnnEngine::set_optimizer_state(const std::vector<NamedTensor>& state) {
-  const std::vector<float> flat = flatten_checked(state, ".velocity");
+  const std::vector<float> flat = layout_.flatten_checked(state, ".velocity");
   CUDA_CHECK(cudaStreamSynchronize(stream()));
   velocity_.upload(flat.data(), flat.size());
 }
@@ -558,28 +457,6 @@ std::string CudnnEngine::algorithm_report() {
   return out;
 }
 
-void CudnnEngine::collect_times() {
-  std::vector<bool> touched(times_.size(), false);
-  for (std::size_t i = 0; i < sections_.size(); ++i) {
-    Section& s = sections_[i];
-    if (!s.pending) continue;
-    CUDA_CHECK(cudaEventSynchronize(s.stop));
-    float ms = 0.f;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, s.start, s.stop));
-    LayerTime& t = times_[i / 2];
-    (i % 2 == 0 ? t.forward_ms : t.backward_ms) += ms;
-    touched[i / 2] = true;
-    s.pending = false;
-  }
-  for (std::size_t r = 0; r < times_.size(); ++r)
-    if (touched[r]) ++times_[r].calls;
-}
-
-void CudnnEngine::reset_layer_times() {
-  for (LayerTime& t : times_) {
-    t.forward_ms = t.backward_ms = 0;
-    t.calls = 0;
-  }
-}
+void CudnnEngine::reset_layer_times() { profiler_.reset(); }
 
 }  // namespace course

@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "04_cuda_matmul/gpu_engine_parts.hpp"
 #include "06_cudnn/activation_cudnn.hpp"
 #include "06_cudnn/conv_algorithms.hpp"
 #include "06_cudnn/conv_cudnn.hpp"
@@ -83,7 +84,7 @@ class CudnnEngine : public Engine {
   void set_optimizer_state(const std::vector<NamedTensor>& state) override;
   /// With EngineConfig::profile: GPU time of every layer, plus the batch
   /// gather, the loss and the SGD update, from CUDA events.
-  std::vector<LayerTime> layer_times() const override { return times_; }
+  std::vector<LayerTime> layer_times() const override { return profiler_.times(); }
   void reset_layer_times() override;
 
   // ---- the pieces of train_epoch(), public for the benchmarks and tests ----
@@ -138,12 +139,6 @@ class CudnnEngine : public Engine {
     TensorDescriptor logits;  ///< [B, classes, 1, 1] for the softmax
     std::size_t workspace_bytes = 0;
   };
-  struct DeviceData {
-    std::uint64_t fingerprint = 0;
-    int size = -1;
-    DeviceBuffer<float> images;  ///< [size, D]
-    DeviceBuffer<int> labels;    ///< [size]
-  };
   /// What a captured step points into; a change means capturing again.
   struct GraphKey {
     const void* images = nullptr;
@@ -156,17 +151,12 @@ class CudnnEngine : public Engine {
              lr == o.lr;
     }
   };
-  struct Section {
-    cudaEvent_t start = nullptr, stop = nullptr;
-    bool pending = false;
-  };
-  enum class Pass { Forward, Backward };
+  using Pass = GpuProfiler::Pass;
 
   static EngineConfig checked(const EngineConfig& cfg);
   cudaStream_t stream() const { return ctx_.stream(); }
   Workspace workspace() { return {workspace_.get(), workspace_.size()}; }
   const BatchPlan& plan_for(int B);
-  const DeviceData& on_device(const Dataset& data, DeviceData& slot);
   const float* forward(const float* x, const BatchPlan& plan);
   void backward(const BatchPlan& plan);
   void loss(const BatchPlan& plan, const float* logits, const int* labels, float* dlogits, double* loss_sum,
@@ -174,14 +164,14 @@ class CudnnEngine : public Engine {
   void queue_step(const BatchPlan& plan, double* loss_sum, unsigned long long* correct, bool update);
   void run_captured(const BatchPlan& plan);
   GraphKey graph_key();
+  /// Runs `work`, timed on the engine's stream for --profile as row `row`, pass `pass`.
   template <typename Work>
-  void timed(std::size_t row, Pass pass, Work&& work);
-  void collect_times();
+  void timed(std::size_t row, Pass pass, Work&& work) {
+    profiler_.time(row, pass, recording_, stream(), work);
+  }
   void zero(double* loss_sum, unsigned long long* correct);
-  EpochStats read_sums(const double* loss_sum, const unsigned long long* correct, long seen);
-  /// The tensors' values end to end, after checking names (each + `suffix`) and shapes.
-  std::vector<float> flatten_checked(const std::vector<NamedTensor>& params, const std::string& suffix) const;
-  /// A flat device buffer laid out like the parameters, as named tensors (each name + `suffix`).
+  /// A flat device buffer laid out like the parameters, as named tensors (each name + `suffix`),
+  /// after the work queued so far.
   std::vector<NamedTensor> split(const DeviceBuffer<float>& flat, const std::string& suffix);
 
   EngineConfig cfg_;  // checked before anything touches the GPU
@@ -189,8 +179,7 @@ class CudnnEngine : public Engine {
   AlgoRule algo_rule_;
   GpuContext ctx_;    // declared before every GPU resource, so destroyed after them
   std::vector<Layer> layers_;
-  std::vector<std::string> param_names_;
-  std::vector<std::vector<int>> param_shapes_;
+  ParamLayout layout_;  ///< the parameters' names and shapes, in model order
   DeviceBuffer<float> params_, grads_, velocity_;
   std::vector<DeviceBuffer<float>> act_buf_;    ///< act_buf_[0]: the gathered batch; [i + 1]: layer i's output (none for flatten)
   std::vector<DeviceBuffer<float>> delta_buf_;  ///< delta_buf_[i]: dL/d(input of layer i), i >= 1; [L]: dL/dlogits
@@ -202,8 +191,8 @@ class CudnnEngine : public Engine {
   DeviceBuffer<unsigned long long> correct_, eval_correct_, scratch_correct_;
   DeviceBuffer<unsigned char> workspace_;
   std::map<int, std::unique_ptr<BatchPlan>> plans_;
-  DeviceData train_data_, eval_data_;
-  const DeviceData* epoch_data_ = nullptr;
+  DeviceDataset train_data_, eval_data_;
+  const DeviceDataset* epoch_data_ = nullptr;
   int epoch_size_ = 0;
   int next_batch_ = 0;
 
@@ -212,8 +201,7 @@ class CudnnEngine : public Engine {
   bool warmed_up_ = false;
   long graph_replays_ = 0;
 
-  std::vector<LayerTime> times_;   ///< one row per layer, then gather, loss, SGD
-  std::vector<Section> sections_;  ///< two per row: forward, backward
+  GpuProfiler profiler_;  ///< one row per layer, then gather, loss, SGD
   std::size_t gather_row_ = 0, loss_row_ = 0, sgd_row_ = 0;
   bool recording_ = false;
 };

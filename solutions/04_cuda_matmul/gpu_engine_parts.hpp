@@ -1,0 +1,112 @@
+/// @file gpu_engine_parts.hpp
+/// @brief Stage 04: what every GPU engine of the course needs besides its layers (glue, not a task).
+///
+/// Stages 04, 05 and 06 each train on the GPU with their own layers, and
+/// share these pieces:
+///
+/// - DeviceDataset and upload_once(): a data set copied to the device once per
+///   run, recognised again by a fingerprint, its labels checked first;
+/// - ParamLayout: the parameters' names and shapes in model order, between the
+///   named tensors of the Engine interface and one flat device buffer;
+/// - GpuProfiler: --profile's CUDA events around each layer's work, summed per
+///   layer and pass;
+/// - read_epoch_sums(): the loss sum and correct count an epoch kept on the
+///   device, copied to the host once.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "common/cuda_check.hpp"
+#include "common/data.hpp"
+#include "common/engine.hpp"
+#include "common/tensor.hpp"
+
+namespace course {
+
+/// A data set copied to the device, and what identifies the copy.
+struct DeviceDataset {
+  std::uint64_t fingerprint = 0;
+  int size = -1;               ///< examples held; -1: none yet (or an upload failed)
+  DeviceBuffer<float> images;  ///< [size, D]
+  DeviceBuffer<int> labels;    ///< [size]
+};
+
+/// A hash of the size, the shape, every label and 64 values of each of up to 4096 evenly
+/// spaced images (all of the first and the last): enough to tell one data set from another,
+/// such as a resumed epoch's remaining examples from the full set, in about 0.3 ms.
+std::uint64_t dataset_fingerprint(const Dataset& d);
+
+/// `slot`, holding `data`: uploaded unless `slot` holds it already (same size and
+/// fingerprint). Waits for `stream` first, since queued work may still read the old copy.
+/// Throws std::invalid_argument, before touching the device, for examples of another size
+/// than `input`, an image buffer of the wrong length or a label outside [0, classes).
+const DeviceDataset& upload_once(const Dataset& data, Shape3 input, int classes, DeviceDataset& slot,
+                                 cudaStream_t stream = 0);
+
+/// The parameters' names ("conv1.weight", ...) and shapes, in model order.
+struct ParamLayout {
+  std::vector<std::string> names;
+  std::vector<std::vector<int>> shapes;
+
+  /// The tensors' values, flat in model order, after checking that tensor i is
+  /// names[i] + suffix with shapes[i] (std::invalid_argument naming the first that is not).
+  std::vector<float> flatten_checked(const std::vector<NamedTensor>& tensors, const std::string& suffix) const;
+  /// The inverse: `flat` cut into named tensors, names[i] + suffix.
+  std::vector<NamedTensor> split(const std::vector<float>& flat, const std::string& suffix) const;
+};
+
+/// --profile on the GPU: a pair of CUDA events around each piece of work, read
+/// back after each step and summed per row (a layer, the gather, the loss, ...)
+/// and pass. Reading the events waits for the GPU, so a profiled epoch is slower.
+class GpuProfiler {
+ public:
+  enum class Pass { Forward, Backward };
+
+  GpuProfiler() = default;
+  ~GpuProfiler();
+  GpuProfiler(const GpuProfiler&) = delete;
+  GpuProfiler& operator=(const GpuProfiler&) = delete;
+
+  /// Adds a row named `name` and returns its index. Call before enable().
+  std::size_t add_row(const std::string& name);
+  /// Creates the events: until then time() only runs the work.
+  void enable();
+  /// Runs `work`; when enabled and `recording`, between two events recorded on `stream`.
+  template <typename Work>
+  void time(std::size_t row, Pass pass, bool recording, cudaStream_t stream, Work&& work) {
+    if (!recording || sections_.empty()) {
+      work();
+      return;
+    }
+    Section& s = sections_[2 * row + (pass == Pass::Forward ? 0 : 1)];
+    CUDA_CHECK(cudaEventRecord(s.start, stream));
+    work();
+    CUDA_CHECK(cudaEventRecord(s.stop, stream));
+    s.pending = true;
+  }
+  /// Waits for the recorded events and adds their times to the rows; a row timed in
+  /// this step counts one more call.
+  void collect();
+  /// Every row back to zero.
+  void reset();
+  const std::vector<LayerTime>& times() const { return times_; }
+
+ private:
+  struct Section {
+    cudaEvent_t start = nullptr, stop = nullptr;
+    bool pending = false;  ///< recorded and not yet read
+  };
+  std::vector<LayerTime> times_;
+  std::vector<Section> sections_;  ///< two per row: forward, backward
+};
+
+/// The epoch's sums, kept on the device by the loss kernels, copied to the host after the
+/// work queued on `stream` (this waits for it: the one wait of an epoch).
+EpochStats read_epoch_sums(const double* loss_sum, const unsigned long long* correct, long seen,
+                           cudaStream_t stream = 0);
+
+}  // namespace course
