@@ -10,10 +10,13 @@
 ///   named tensors of the Engine interface and one flat device buffer;
 /// - GpuProfiler: --profile's CUDA events around each layer's work, summed per
 ///   layer and pass;
-/// - read_epoch_sums(): the loss sum and correct count an epoch kept on the
-///   device, copied to the host once.
+/// - DeviceSums: the loss sum and correct count an epoch keeps on the device,
+///   copied to the host once;
+/// - train_epoch_in_batches(): train_epoch() as begin, every batch, end.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -104,9 +107,33 @@ class GpuProfiler {
   std::vector<Section> sections_;  ///< two per row: forward, backward
 };
 
-/// The epoch's sums, kept on the device by the loss kernels, copied to the host after the
-/// work queued on `stream` (this waits for it: the one wait of an epoch).
-EpochStats read_epoch_sums(const double* loss_sum, const unsigned long long* correct, long seen,
-                           cudaStream_t stream = 0);
+/// An epoch's loss sum and correct count, on the device, where the loss kernels add to them.
+/// Empty until allocate(): an engine allocates after its checks that need no GPU.
+struct DeviceSums {
+  DeviceBuffer<double> loss_sum;
+  DeviceBuffer<unsigned long long> correct;
+
+  void allocate();
+  /// Both back to 0, queued on `stream`.
+  void zero(cudaStream_t stream = 0);
+  /// Both copied to the host after the work queued on `stream` (this waits for it: the one
+  /// wait of an epoch), as the stats of `seen` examples.
+  EpochStats read(long seen, cudaStream_t stream = 0) const;
+};
+
+/// One epoch of a GPU engine: engine.begin_epoch(train, epoch), engine.train_batch(b) for
+/// every batch, engine.end_epoch(). `on_batch` gets NaN for the loss: it stays on the device
+/// until the end. Stages 04, 05 and 06 train this way; only their steps differ.
+template <typename GpuEngine>
+EpochStats train_epoch_in_batches(GpuEngine& engine, const Dataset& train, int epoch, int batch,
+                                  const BatchCallback& on_batch) {
+  engine.begin_epoch(train, epoch);
+  const int batches = engine.num_batches();
+  for (int b = 0; b < batches; ++b) {
+    engine.train_batch(b);
+    if (on_batch) on_batch(std::min(static_cast<long>(b + 1) * batch, static_cast<long>(train.size())), std::nan(""));
+  }
+  return engine.end_epoch();
+}
 
 }  // namespace course

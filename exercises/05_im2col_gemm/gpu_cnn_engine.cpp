@@ -161,8 +161,7 @@ void GpuCnnEngine::allocate() {
   const std::size_t batch = static_cast<std::size_t>(cfg_.batch);
   batch_.resize(batch * static_cast<std::size_t>(cfg_.input.size()));
   batch_labels_.resize(batch);
-  loss_sum_.resize(1);
-  correct_.resize(1);
+  sums_.allocate();
   outputs_.assign(layers_.size(), nullptr);
   output_grads_.assign(layers_.size(), nullptr);
   std::size_t workspace = 0;
@@ -260,24 +259,16 @@ void GpuCnnEngine::backward(int B) {
 }
 
 void GpuCnnEngine::loss(const float* logits, const int* labels, int B, float* dlogits, int* predictions) {
-  if (cfg_.loss == "mse")
-    mse_gpu(logits, labels, B, cfg_.classes, dlogits, loss_sum_.get(), correct_.get(), predictions);
-  else
-    softmax_cross_entropy_gpu(logits, labels, B, cfg_.classes, dlogits, loss_sum_.get(), correct_.get(), predictions);
+  loss_gpu(cfg_.loss, logits, labels, B, cfg_.classes, dlogits, sums_.loss_sum.get(), sums_.correct.get(), predictions);
 }
 
 // ---- epochs ---------------------------------------------------------------------------------------
-
-void GpuCnnEngine::zero_sums() {
-  CUDA_CHECK(cudaMemsetAsync(loss_sum_.get(), 0, sizeof(double)));
-  CUDA_CHECK(cudaMemsetAsync(correct_.get(), 0, sizeof(unsigned long long)));
-}
 
 void GpuCnnEngine::begin_epoch(const Dataset& train, int epoch) {
   epoch_data_ = &upload_once(train, cfg_.input, cfg_.classes, train_data_);
   epoch_size_ = train.size();
   if (epoch_size_ > 0) order_.upload(epoch_order(train.size(), cfg_.seed, epoch));
-  zero_sums();
+  sums_.zero();
 }
 
 int GpuCnnEngine::num_batches() const { return (epoch_size_ + cfg_.batch - 1) / cfg_.batch; }
@@ -298,19 +289,13 @@ void GpuCnnEngine::train_batch(int b) {
 }
 
 EpochStats GpuCnnEngine::end_epoch() {
-  const EpochStats stats = read_epoch_sums(loss_sum_.get(), correct_.get(), epoch_size_);
+  const EpochStats stats = sums_.read(epoch_size_);
   epoch_data_ = nullptr;
   return stats;
 }
 
 EpochStats GpuCnnEngine::train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) {
-  begin_epoch(train, epoch);
-  const int batches = num_batches();
-  for (int b = 0; b < batches; ++b) {
-    train_batch(b);
-    if (on_batch) on_batch(std::min(static_cast<long>(b + 1) * cfg_.batch, static_cast<long>(epoch_size_)), std::nan(""));
-  }
-  return end_epoch();
+  return train_epoch_in_batches(*this, train, epoch, cfg_.batch, on_batch);
 }
 
 EpochStats GpuCnnEngine::evaluate(const Dataset& data, std::vector<int>* predictions) {
@@ -318,11 +303,11 @@ EpochStats GpuCnnEngine::evaluate(const Dataset& data, std::vector<int>* predict
   const int n = data.size();
   const long D = cfg_.input.size();
   predictions_.resize(static_cast<std::size_t>(n));
-  zero_sums();
+  sums_.zero();
   // TODO(Task 5.9): evaluation: forward each batch of the data set in order (straight from the device copy, no gather), loss and predictions, no gradient
   // HINT: batch b starts at image b * cfg_.batch of d.images; pass a null dlogits and predictions_.get() + first.
   throw course::NotImplemented("Task 5.9", "05_im2col_gemm/gpu_cnn_engine.cpp", "docs/lessons/05_im2col_gemm.md");
-  const EpochStats stats = read_epoch_sums(loss_sum_.get(), correct_.get(), n);
+  const EpochStats stats = sums_.read(n);
   if (predictions) *predictions = n > 0 ? predictions_.download() : std::vector<int>();
   return stats;
 }

@@ -120,8 +120,7 @@ CudnnEngine::CudnnEngine(const EngineConfig& cfg, bool use_graph, const std::vec
   log_probs_.resize(batch * static_cast<std::size_t>(cfg_.classes));
   batch_labels_.resize(batch);
   step_.resize(1);
-  for (auto* sum : {&loss_sum_, &eval_loss_sum_, &scratch_loss_sum_}) sum->resize(1);
-  for (auto* count : {&correct_, &eval_correct_, &scratch_correct_}) count->resize(1);
+  for (DeviceSums* sums : {&sums_, &eval_sums_, &scratch_sums_}) sums->allocate();
   if (cfg_.profile) profiler_.enable();
   plan_for(cfg_.batch);  // descriptors and algorithms of the full batch, before any timing
 }
@@ -317,17 +316,17 @@ void CudnnEngine::run_captured(const BatchPlan& plan) {
       // One uncaptured pass first (no update, sums to scratch, the step counter
       // untouched), so every library call has done its one-time setup (loading
       // kernels, building plans) outside the capture, where that is allowed.
-      queue_step(plan, scratch_loss_sum_.get(), scratch_correct_.get(), /*update=*/false);
+      queue_step(plan, scratch_sums_.loss_sum.get(), scratch_sums_.correct.get(), /*update=*/false);
       CUDA_CHECK(cudaStreamSynchronize(stream()));
       warmed_up_ = true;
     }
     try {
-      graph_.capture(stream(), [&] { queue_step(plan, loss_sum_.get(), correct_.get(), /*update=*/true); });
+      graph_.capture(stream(), [&] { queue_step(plan, sums_.loss_sum.get(), sums_.correct.get(), /*update=*/true); });
     } catch (const GpuError& e) {
       std::cerr << "warning: capturing the training step as a CUDA graph failed (" << e.what()
                 << "); stage 06 goes on without the graph\n";
       use_graph_ = false;
-      queue_step(plan, loss_sum_.get(), correct_.get(), /*update=*/true);
+      queue_step(plan, sums_.loss_sum.get(), sums_.correct.get(), /*update=*/true);
       return;
     }
     graph_key_ = key;
@@ -337,11 +336,6 @@ void CudnnEngine::run_captured(const BatchPlan& plan) {
 }
 
 // ---- epochs -------------------------------------------------------------------------------
-
-void CudnnEngine::zero(double* loss_sum, unsigned long long* correct) {
-  CUDA_CHECK(cudaMemsetAsync(loss_sum, 0, sizeof(double), stream()));
-  CUDA_CHECK(cudaMemsetAsync(correct, 0, sizeof(unsigned long long), stream()));
-}
 
 void CudnnEngine::begin_epoch(const Dataset& train, int epoch) {
   epoch_data_ = &upload_once(train, cfg_.input, cfg_.classes, train_data_, stream());
@@ -353,7 +347,7 @@ void CudnnEngine::begin_epoch(const Dataset& train, int epoch) {
     order_.upload(order);                         // same size, same buffer: a captured step stays valid
   }
   CUDA_CHECK(cudaMemsetAsync(step_.get(), 0, sizeof(int), stream()));
-  zero(loss_sum_.get(), correct_.get());
+  sums_.zero(stream());
   // Every batch size of the epoch is prepared now, outside the steps: the full
   // batches and, when the set does not divide evenly, the last one.
   if (epoch_size_ > 0) {
@@ -377,26 +371,20 @@ void CudnnEngine::train_batch(int b) {
   if (graph_enabled() && B == cfg_.batch)
     run_captured(plan);
   else
-    queue_step(plan, loss_sum_.get(), correct_.get(), /*update=*/true);
+    queue_step(plan, sums_.loss_sum.get(), sums_.correct.get(), /*update=*/true);
   if (recording_) profiler_.collect();
   recording_ = false;
   ++next_batch_;
 }
 
 EpochStats CudnnEngine::end_epoch() {
-  const EpochStats stats = read_epoch_sums(loss_sum_.get(), correct_.get(), epoch_size_, stream());
+  const EpochStats stats = sums_.read(epoch_size_, stream());
   epoch_data_ = nullptr;
   return stats;
 }
 
 EpochStats CudnnEngine::train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) {
-  begin_epoch(train, epoch);
-  const int batches = num_batches();
-  for (int b = 0; b < batches; ++b) {
-    train_batch(b);
-    if (on_batch) on_batch(std::min(static_cast<long>(b + 1) * cfg_.batch, static_cast<long>(epoch_size_)), std::nan(""));
-  }
-  return end_epoch();
+  return train_epoch_in_batches(*this, train, epoch, cfg_.batch, on_batch);
 }
 
 EpochStats CudnnEngine::evaluate(const Dataset& data, std::vector<int>* predictions) {
@@ -404,15 +392,15 @@ EpochStats CudnnEngine::evaluate(const Dataset& data, std::vector<int>* predicti
   const int n = data.size();
   const long D = cfg_.input.size();
   predictions_.resize(static_cast<std::size_t>(std::max(n, 1)));
-  zero(eval_loss_sum_.get(), eval_correct_.get());
+  eval_sums_.zero(stream());
   for (int first = 0; first < n; first += cfg_.batch) {
     const int B = std::min(cfg_.batch, n - first);
     const BatchPlan& plan = plan_for(B);
     const float* logits = forward(d.images.get() + static_cast<long>(first) * D, plan);
-    loss(plan, logits, d.labels.get() + first, nullptr, eval_loss_sum_.get(), eval_correct_.get(),
+    loss(plan, logits, d.labels.get() + first, nullptr, eval_sums_.loss_sum.get(), eval_sums_.correct.get(),
          predictions_.get() + first);
   }
-  const EpochStats stats = read_epoch_sums(eval_loss_sum_.get(), eval_correct_.get(), n, stream());
+  const EpochStats stats = eval_sums_.read(n, stream());
   if (predictions) {
     predictions->assign(static_cast<std::size_t>(n), 0);
     if (n > 0)

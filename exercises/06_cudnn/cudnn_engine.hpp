@@ -169,7 +169,6 @@ class CudnnEngine : public Engine {
   void timed(std::size_t row, Pass pass, Work&& work) {
     profiler_.time(row, pass, recording_, stream(), work);
   }
-  void zero(double* loss_sum, unsigned long long* correct);
   /// A flat device buffer laid out like the parameters, as named tensors (each name + `suffix`),
   /// after the work queued so far.
   std::vector<NamedTensor> split(const DeviceBuffer<float>& flat, const std::string& suffix);
@@ -187,8 +186,7 @@ class CudnnEngine : public Engine {
   std::vector<const float*> dy_of_;             ///< dL/d(output of layer i - 1) in the last backward()
   DeviceBuffer<float> log_probs_;
   DeviceBuffer<int> batch_labels_, order_, step_, predictions_;
-  DeviceBuffer<double> loss_sum_, eval_loss_sum_, scratch_loss_sum_;
-  DeviceBuffer<unsigned long long> correct_, eval_correct_, scratch_correct_;
+  DeviceSums sums_, eval_sums_, scratch_sums_;  ///< training, evaluation, and the uncounted warm-up step
   DeviceBuffer<unsigned char> workspace_;
   std::map<int, std::unique_ptr<BatchPlan>> plans_;
   DeviceDataset train_data_, eval_data_;

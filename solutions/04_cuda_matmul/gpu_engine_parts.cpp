@@ -142,12 +142,21 @@ void GpuProfiler::reset() {
   }
 }
 
-EpochStats read_epoch_sums(const double* loss_sum, const unsigned long long* correct, long seen,
-                           cudaStream_t stream) {
+void DeviceSums::allocate() {
+  loss_sum.resize(1);
+  correct.resize(1);
+}
+
+void DeviceSums::zero(cudaStream_t stream) {
+  CUDA_CHECK(cudaMemsetAsync(loss_sum.get(), 0, sizeof(double), stream));
+  CUDA_CHECK(cudaMemsetAsync(correct.get(), 0, sizeof(unsigned long long), stream));
+}
+
+EpochStats DeviceSums::read(long seen, cudaStream_t stream) const {
   EpochStats stats;
   unsigned long long count = 0;
-  CUDA_CHECK(cudaMemcpyAsync(&stats.loss_sum, loss_sum, sizeof(double), cudaMemcpyDeviceToHost, stream));
-  CUDA_CHECK(cudaMemcpyAsync(&count, correct, sizeof count, cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaMemcpyAsync(&stats.loss_sum, loss_sum.get(), sizeof(double), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaMemcpyAsync(&count, correct.get(), sizeof count, cudaMemcpyDeviceToHost, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
   stats.correct = static_cast<long>(count);
   stats.seen = seen;

@@ -101,7 +101,6 @@ class GpuMlpEngine : public Engine {
   void timed(std::size_t row, Pass pass, Work&& work) {
     profiler_.time(row, pass, recording_, 0, work);
   }
-  void zero_sums();
 
   EngineConfig cfg_;
   int gemm_kernel_;
@@ -114,8 +113,7 @@ class GpuMlpEngine : public Engine {
   const float* input_ = nullptr;  ///< the input of the last forward()
   DeviceBuffer<int> batch_labels_;
   DeviceBuffer<int> order_;
-  DeviceBuffer<double> loss_sum_;
-  DeviceBuffer<unsigned long long> correct_;
+  DeviceSums sums_;  ///< the loss sum and correct count of the running epoch or evaluation
   DeviceBuffer<int> predictions_;
   DeviceDataset train_data_, eval_data_;
   const DeviceDataset* epoch_data_ = nullptr;  ///< the set begin_epoch() was given

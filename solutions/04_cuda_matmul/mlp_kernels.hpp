@@ -21,6 +21,8 @@
 /// | gather_batch_gpu                | 4.10 | Batcher::gather (common/data.hpp)    |
 #pragma once
 
+#include <string>
+
 #include <cuda_runtime.h>
 
 #include "common/arch.hpp"
@@ -56,6 +58,11 @@ void softmax_cross_entropy_gpu(const float* logits, const int* labels, int B, in
 /// (so that loss_sum / B is stage 01's batch value) and dlogits = 2 (z - onehot) / (B K).
 void mse_gpu(const float* outputs, const int* labels, int B, int K, float* dlogits, double* loss_sum,
              unsigned long long* correct, int* predictions, cudaStream_t stream = 0);
+
+/// The loss named `loss`: "mse" runs mse_gpu, anything else softmax_cross_entropy_gpu
+/// (the engines check the name when they are built).
+void loss_gpu(const std::string& loss, const float* logits, const int* labels, int B, int K, float* dlogits,
+              double* loss_sum, unsigned long long* correct, int* predictions, cudaStream_t stream = 0);
 
 /// v = momentum * v + g, then w -= lr * v, for n parameters.
 void sgd_update_gpu(float* w, const float* g, float* v, long n, float lr, float momentum, cudaStream_t stream = 0);

@@ -148,7 +148,6 @@ class GpuCnnEngine : public Engine {
   void timed(std::size_t row, Pass pass, Work&& work) {
     profiler_.time(row, pass, recording_, 0, work);
   }
-  void zero_sums();
 
   EngineConfig cfg_;
   GpuCnnOptions options_;
@@ -167,8 +166,7 @@ class GpuCnnEngine : public Engine {
   DeviceBuffer<float> workspace_;          ///< the im2col workspace every conv layer shares
   DeviceBuffer<int> batch_labels_;
   DeviceBuffer<int> order_;
-  DeviceBuffer<double> loss_sum_;
-  DeviceBuffer<unsigned long long> correct_;
+  DeviceSums sums_;  ///< the loss sum and correct count of the running epoch or evaluation
   DeviceBuffer<int> predictions_;
   DeviceDataset train_data_, eval_data_;
   const DeviceDataset* epoch_data_ = nullptr;

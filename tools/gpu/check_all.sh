@@ -19,27 +19,8 @@ DEADLINE=${DEADLINE:-555}
 LOG=$OUT/all.log
 SUMMARY=()
 : >"$LOG"
-say() { echo "$*" | tee -a "$LOG"; }
-
-# step NAME MAX_SECONDS COMMAND...: runs COMMAND into the log, bounded by MAX_SECONDS and the deadline.
-step() {
-  local name=$1 max=$2
-  shift 2
-  local left=$((DEADLINE - SECONDS))
-  if ((left < 10)); then
-    SUMMARY+=("$(printf '%-34s skipped (deadline)' "$name")")
-    return 0
-  fi
-  local limit=$((max < left ? max : left))
-  say "==> $name (limit ${limit}s): $*"
-  local start=$SECONDS
-  timeout --kill-after=5 "$limit" "$@" >>"$LOG" 2>&1
-  local rc=$? took=$((SECONDS - start)) verdict=ok
-  ((rc == 124 || rc == 137)) && verdict="TIMED OUT"
-  ((rc != 0 && rc != 124 && rc != 137)) && verdict="FAILED (exit $rc)"
-  SUMMARY+=("$(printf '%-34s %-16s %4ss' "$name" "$verdict" "$took")")
-  say "<== $name: $verdict after ${took}s"
-}
+STEP_MIN_LEFT=10
+. tools/gpu/steps.sh
 
 train() {  # train NAME BINARY ARGS...: one trainer run, its JSON kept among the figures
   local name=$1 exe=$2

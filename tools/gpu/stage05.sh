@@ -29,34 +29,8 @@ DEADLINE=${STAGE05_DEADLINE:-460}  # seconds; the device call allows 480 for thi
 SUMMARY=()
 : >"$LOG"
 
-say() { echo "$*" | tee -a "$LOG"; }
-
-# step NAME MAX_SECONDS COMMAND...: runs COMMAND (output to the log) under a
-# timeout of MAX_SECONDS or what is left before the deadline, and records
-# NAME, its exit code and its time for the summary.
-step() {
-  local name=$1 max=$2
-  shift 2
-  local left=$((DEADLINE - SECONDS))
-  if ((left < 15)); then
-    SUMMARY+=("$(printf '%-30s skipped: the %ss deadline is near' "$name" "$DEADLINE")")
-    say "==> $name: skipped, ${left}s left"
-    return 0
-  fi
-  local limit=$((max < left ? max : left))
-  say ""
-  say "==> $name (limit ${limit}s): $*"
-  local start=$SECONDS
-  timeout --kill-after=10 "$limit" "$@" >>"$LOG" 2>&1
-  local rc=$?
-  local took=$((SECONDS - start))
-  local verdict="ok"
-  ((rc == 124 || rc == 137)) && verdict="TIMED OUT"
-  ((rc != 0 && rc != 124 && rc != 137)) && verdict="FAILED (exit $rc)"
-  SUMMARY+=("$(printf '%-30s %-18s %4ss' "$name" "$verdict" "$took")")
-  say "<== $name: $verdict after ${took}s"
-  return 0
-}
+STEP_WIDTH=30
+. tools/gpu/steps.sh
 
 say "stage 05 on $(hostname) at $(date -u +%FT%TZ)"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
