@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Where the time goes, on the GPU machine: the kernels of one CNN training step
-# of stages 05 and 06 (Nsight Compute, each kernel timed alone, caches not
-# flushed), and the phases of stage 03's data-parallel step on every core
-# (Google Benchmark). Logs and tables land in $OUT. About 3 minutes after the build.
+# of stage 05 (Nsight Compute, each kernel timed alone, caches not flushed) and
+# of stages 05 and 06 in a real run (tools/gpu/kernel_trace.cpp, CUPTI: each
+# kernel's start and end, the gaps between them, CUDA graphs included), and
+# the phases of stage 03's data-parallel step on every core (Google
+# Benchmark). Logs and tables land in $OUT. About 3 minutes after the build.
 #
 #   OUT=/some/folder tools/gpu/profile.sh
 set -u -o pipefail
@@ -32,9 +34,38 @@ ncu_step() {
 }
 log "stage 05 kernels"; ncu_step s05_kernels "$BIN/s05_train_solution"
 log "stage 05 kernels, cuBLAS"; ncu_step s05_kernels_cublas "$BIN/s05_train_solution" --kernel 0
-log "stage 06 kernels, --conv-algos exact"; LAUNCHES=2500 ncu_step s06_kernels_exact "$BIN/s06_train_solution" --graph off --conv-algos exact
-log "stage 06 kernels, --conv-algos fastest"; LAUNCHES=2500 ncu_step s06_kernels_fastest "$BIN/s06_train_solution" --graph off --conv-algos fastest
+# Stage 06 measures its algorithms (cudnnFind) when it starts. Under ncu every kernel
+# of that measurement runs alone, slowly, and cudnnFind then chooses other algorithms
+# (ALGO_1 over the multi-kernel FFT): ncu would profile another configuration. So
+# stage 06 is traced instead, at full speed, in one epoch of the real trainer.
+CUPTI_SO=$(find /usr/local/cuda/ /usr/local/cuda-*/ /usr/lib -name libcupti.so 2>/dev/null | head -n 1)
+CUPTI_H=$(find /usr/local/cuda/ /usr/local/cuda-*/ /usr/include -name cupti.h 2>/dev/null | head -n 1)
+if [ -n "$CUPTI_SO" ] && [ -n "$CUPTI_H" ] &&
+   g++ -O2 -shared -fPIC -I"$(dirname "$CUPTI_H")" tools/gpu/kernel_trace.cpp -o "$BUILD/kernel_trace.so" \
+     -L"$(dirname "$CUPTI_SO")" -lcupti -Wl,-rpath,"$(dirname "$CUPTI_SO")"; then
+  # trace_step NAME BINARY ARGS...: one epoch traced, then the per-step table (steps 21 on).
+  trace_step() {
+    local name=$1
+    shift
+    CUDA_INJECTION64_PATH=$PWD/$BUILD/kernel_trace.so KERNEL_TRACE_OUT="$OUT/$name.trace.csv" \
+      timeout 120 "$@" --model cnn --epochs 1 --no-progress --verbose >"$OUT/$name.log" 2>&1
+    grep -h "batch 64" "$OUT/$name.log" | tee -a "$OUT/profile.log"
+    python3 tools/gpu/kernel_table.py "$OUT/$name.trace.csv" --skip 20 | tee "$OUT/$name.txt"
+  }
+  log "stage 05 kernels, traced"; trace_step s05_trace "$BIN/s05_train_solution"
+  for rule in deterministic direct fastest; do
+    log "stage 06 kernels, --conv-algos $rule, graph on, traced"
+    trace_step "s06_trace_$rule" "$BIN/s06_train_solution" --graph on --conv-algos "$rule"
+  done
+  log "stage 06 kernels, --conv-algos deterministic, graph off, traced"
+  trace_step s06_trace_deterministic_nograph "$BIN/s06_train_solution" --graph off
+else
+  log "CUPTI not found (libcupti.so, cupti.h): no kernel traces"
+fi
 log "stage 03 phases ($(date -u +%T))"
+# --benchmark_min_time in plain seconds: the "0.3s" form needs Google Benchmark 1.8 (Debian 12 has 1.7).
 "$BIN/s03_bench" --benchmark_filter='DataStepPhase_CNN|TrainStep_CNN/data' --benchmark_repetitions=3 \
-  --benchmark_report_aggregates_only=true --benchmark_min_time=0.3s 2>&1 | grep -E "median|^---|Benchmark" | tee "$OUT/s03_phases.txt"
+  --benchmark_report_aggregates_only=true --benchmark_min_time=0.3 >"$OUT/s03_phases.log" 2>&1 ||
+  { log "s03_bench failed (exit $?):"; tail -5 "$OUT/s03_phases.log"; }
+grep -E "median|^---|Benchmark" "$OUT/s03_phases.log" | tee "$OUT/s03_phases.txt"
 log "done ($(date -u +%T))"
