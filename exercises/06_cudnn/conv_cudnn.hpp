@@ -14,9 +14,9 @@
 /// | y += b[co], every (n, oh, ow)            (conv2d_forward)        | cudnnAddTensor                 |
 /// | dx = full conv of dy with the flipped W  (conv2d_backward_input) | cudnnConvolutionBackwardData   |
 /// | dW = x correlated with dy                (conv2d_backward_weight)| cudnnConvolutionBackwardFilter |
-/// | db[co] = sum_{n,oh,ow} dy                (conv2d_backward_weight)| cudnnConvolutionBackwardBias   |
+/// | db[co] = sum_{n,oh,ow} dy                (conv2d_backward_weight)| bias_gradient_gpu (stage 05's reduction) |
 ///
-/// All of them compute out = alpha * result + beta * out: alpha = 1, beta = 0
+/// The cuDNN calls compute out = alpha * result + beta * out: alpha = 1, beta = 0
 /// overwrites the output (as stage 02 does), beta = 1 adds to it (the bias).
 /// The activation after the convolution is its own layer (Task 6.7).
 #pragma once

@@ -64,7 +64,7 @@ class CudnnEngine : public Engine {
   /// factory, for a model that does not fit its input); course::GpuError when
   /// the GPU, cuDNN or cuBLAS cannot be used.
   explicit CudnnEngine(const EngineConfig& cfg, bool use_graph = true, const std::vector<NamedTensor>& initial = {},
-                       AlgoRule rule = AlgoRule::Exact);
+                       AlgoRule rule = AlgoRule::Deterministic);
   ~CudnnEngine() override;
   CudnnEngine(const CudnnEngine&) = delete;
   CudnnEngine& operator=(const CudnnEngine&) = delete;

@@ -21,6 +21,7 @@
 /// the matrix itself. Each call below is worked out in its comment.
 #include "06_cudnn/dense_cublas.hpp"
 
+#include "06_cudnn/bias_gradient.hpp"
 #include "common/cuda_check.hpp"
 #include "common/cudnn_check.hpp"
 #include "common/not_implemented.hpp"
@@ -37,7 +38,7 @@ void dense_forward_cublas(const GpuHandles& h, const DenseDescriptors& d, const 
 
 void dense_backward_cublas(const GpuHandles& h, const DenseDescriptors& d, const float* x, const float* W,
                            const float* dy, float* dW, float* db, float* dx, int B, int IN, int OUT) {
-  // TODO(Task 6.9): dW = dY^T X and (when dx is not null) dX = dY W as cublasSgemm calls, and db = column sums of dY with cudnnConvolutionBackwardBias
+  // TODO(Task 6.9): dW = dY^T X and (when dx is not null) dX = dY W as cublasSgemm calls, and db = column sums of dY with bias_gradient_gpu
   // HINT: dW's bytes read column-major are dW^T [IN, OUT] = X^T dY: x as stored (OP_N, ld IN), dy's bytes are dY^T, so OP_T (ld OUT); m = IN, n = OUT, k = B.
   // HINT: dX's bytes are dX^T [IN, B] = W^T dY^T: both as stored (OP_N); m = IN, n = B, k = OUT.
   throw course::NotImplemented("Task 6.9", "06_cudnn/dense_cublas.cpp", "docs/lessons/06_cudnn.md");

@@ -13,10 +13,10 @@
 /// cuBLAS reads matrices column-major; dense_cublas.cpp says how a row-major
 /// product is asked of it without moving a byte.
 ///
-/// The bias is cuDNN's business: a dense layer is a 1x1 convolution on a 1x1
-/// image, so y [B, OUT] is the tensor [B, OUT, 1, 1] and b is [1, OUT, 1, 1],
-/// and the conv layer's two bias calls serve unchanged: cudnnAddTensor adds b
-/// to every row, cudnnConvolutionBackwardBias sums dY over the rows.
+/// The bias is done as in the conv layer: a dense layer is a 1x1 convolution on
+/// a 1x1 image, so y [B, OUT] is the tensor [B, OUT, 1, 1] and b is
+/// [1, OUT, 1, 1], and the conv layer's two bias calls serve unchanged:
+/// cudnnAddTensor adds b to every row, bias_gradient_gpu sums dY over the rows.
 #pragma once
 
 #include "06_cudnn/descriptors.hpp"

@@ -35,17 +35,18 @@ std::string bytes_text(std::size_t b) {
 }
 
 /// The first (fastest) of `count` results that ran and uses FMA math; with
-/// AlgoRule::Exact also deterministic and summing its products directly (no
-/// FFT or Winograd transform).
+/// AlgoRule::Deterministic also deterministic, with AlgoRule::Direct also
+/// summing its products directly (no FFT or Winograd transform).
 /// Perf is cudnnConvolutionFwdAlgoPerf_t, ...BwdDataAlgoPerf_t or ...BwdFilterAlgoPerf_t.
 template <typename Perf>
 const Perf& fastest_usable(const Perf* results, int count, const char* direction, AlgoRule rule) {
-  // BEGIN Task 6.3: the first result (cuDNN sorts them fastest first) with status CUDNN_STATUS_SUCCESS and mathType CUDNN_FMA_MATH, and, for AlgoRule::Exact, determinism CUDNN_DETERMINISTIC and rounds_like_direct(algo)
+  // BEGIN Task 6.3: the first result (cuDNN sorts them fastest first) with status CUDNN_STATUS_SUCCESS and mathType CUDNN_FMA_MATH; unless the rule is AlgoRule::Fastest also determinism CUDNN_DETERMINISTIC; for AlgoRule::Direct also rounds_like_direct(algo)
   for (int i = 0; i < count; ++i) {
     const Perf& r = results[i];
-    const bool exact = r.determinism == CUDNN_DETERMINISTIC && rounds_like_direct(r.algo);
-    if (r.status == CUDNN_STATUS_SUCCESS && r.mathType == CUDNN_FMA_MATH && (rule == AlgoRule::Fastest || exact))
-      return r;
+    const bool deterministic = r.determinism == CUDNN_DETERMINISTIC;
+    const bool allowed = rule == AlgoRule::Fastest ||
+                         (deterministic && (rule == AlgoRule::Deterministic || rounds_like_direct(r.algo)));
+    if (r.status == CUDNN_STATUS_SUCCESS && r.mathType == CUDNN_FMA_MATH && allowed) return r;
   }
   // END Task 6.3
   // None qualifies: say what cuDNN offered, so the reason is visible.
@@ -55,8 +56,9 @@ const Perf& fastest_usable(const Perf* results, int count, const char* direction
                (results[i].determinism == CUDNN_DETERMINISTIC ? " deterministic " : " non-deterministic ") +
                math_name(results[i].mathType);
   throw GpuError(std::string("cudnnFind: no ") + direction +
-                 (rule == AlgoRule::Exact ? " algorithm is deterministic, FMA-math, direct (no FFT or Winograd) and"
-                                          : " algorithm is FMA-math and") +
+                 (rule == AlgoRule::Direct          ? " algorithm is deterministic, FMA-math, direct (no FFT or Winograd) and"
+                  : rule == AlgoRule::Deterministic ? " algorithm is deterministic, FMA-math and"
+                                                    : " algorithm is FMA-math and") +
                  " ran successfully for this convolution; cuDNN offered: " +
                  (offered.empty() ? "nothing" : offered));
 }
@@ -80,12 +82,19 @@ std::size_t ConvAlgorithms::workspace_bytes() const {
   return std::max({forward_bytes, backward_data_bytes, backward_filter_bytes});
 }
 
-const char* algo_rule_name(AlgoRule rule) { return rule == AlgoRule::Exact ? "exact" : "fastest"; }
+const char* algo_rule_name(AlgoRule rule) {
+  switch (rule) {
+    case AlgoRule::Direct: return "direct";
+    case AlgoRule::Deterministic: return "deterministic";
+    case AlgoRule::Fastest: return "fastest";
+  }
+  return "unknown";
+}
 
 AlgoRule parse_algo_rule(const std::string& name) {
-  if (name == "exact") return AlgoRule::Exact;
-  if (name == "fastest") return AlgoRule::Fastest;
-  throw std::invalid_argument("unknown conv algorithm rule '" + name + "': expected exact or fastest");
+  for (AlgoRule r : {AlgoRule::Direct, AlgoRule::Deterministic, AlgoRule::Fastest})
+    if (name == algo_rule_name(r)) return r;
+  throw std::invalid_argument("unknown conv algorithm rule '" + name + "': expected direct, deterministic or fastest");
 }
 
 ConvAlgorithms choose_conv_algorithms(const GpuHandles& h, const ConvDescriptors& d, AlgoRule rule) {

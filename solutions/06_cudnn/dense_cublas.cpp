@@ -21,6 +21,7 @@
 /// the matrix itself. Each call below is worked out in its comment.
 #include "06_cudnn/dense_cublas.hpp"
 
+#include "06_cudnn/bias_gradient.hpp"
 #include "common/cuda_check.hpp"
 #include "common/cudnn_check.hpp"
 #include "common/not_implemented.hpp"
@@ -42,14 +43,14 @@ void dense_forward_cublas(const GpuHandles& h, const DenseDescriptors& d, const 
 
 void dense_backward_cublas(const GpuHandles& h, const DenseDescriptors& d, const float* x, const float* W,
                            const float* dy, float* dW, float* db, float* dx, int B, int IN, int OUT) {
-  // BEGIN Task 6.9: dW = dY^T X and (when dx is not null) dX = dY W as cublasSgemm calls, and db = column sums of dY with cudnnConvolutionBackwardBias
+  // BEGIN Task 6.9: dW = dY^T X and (when dx is not null) dX = dY W as cublasSgemm calls, and db = column sums of dY with bias_gradient_gpu
   // HINT: dW's bytes read column-major are dW^T [IN, OUT] = X^T dY: x as stored (OP_N, ld IN), dy's bytes are dY^T, so OP_T (ld OUT); m = IN, n = OUT, k = B.
   // HINT: dX's bytes are dX^T [IN, B] = W^T dY^T: both as stored (OP_N); m = IN, n = B, k = OUT.
   const float one = 1.f, zero = 0.f;
   // dW^T [IN, OUT] = X^T [IN, B] dY [B, OUT]: X^T is x as stored (OP_N), dY is the stored dY^T transposed (OP_T).
   CUBLAS_CHECK(cublasSgemm(h.cublas, CUBLAS_OP_N, CUBLAS_OP_T, /*m=*/IN, /*n=*/OUT, /*k=*/B, &one, x, /*lda=*/IN, dy,
                            /*ldb=*/OUT, &zero, dW, /*ldc=*/IN));
-  CUDNN_CHECK(cudnnConvolutionBackwardBias(h.cudnn, &one, d.y, dy, &zero, d.bias, db));
+  bias_gradient_gpu(h, d.y, dy, db);  // d.y describes dY as [B, OUT, 1, 1]
   if (dx != nullptr) {
     // dX^T [IN, B] = W^T [IN, OUT] dY^T [OUT, B]: both are the stored bytes as they are (OP_N, OP_N).
     CUBLAS_CHECK(cublasSgemm(h.cublas, CUBLAS_OP_N, CUBLAS_OP_N, /*m=*/IN, /*n=*/B, /*k=*/OUT, &one, W, /*lda=*/IN, dy,

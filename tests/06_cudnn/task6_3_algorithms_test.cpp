@@ -89,33 +89,48 @@ TEST(Task6_3_Algorithms, OneWorkspaceOfTheLargestNeed) {
   EXPECT_EQ(shared_workspace_bytes({}), 0u);
 }
 
-// --conv-algos fastest: any FMA-math result that ran. Its choices still run in the workspace
-// they asked for and agree with the exact algorithms to within a transform's rounding.
-TEST(Task6_3_Algorithms, FastestRuleChoosesFromMoreAndStillComputesTheConvolution) {
+// The three rules of --conv-algos on conv2 of `cnn`: `direct` keeps to direct sums,
+// `deterministic` (the default) and `fastest` choose from more. Every choice runs
+// in the workspace it asked for and agrees with the direct algorithms to within a
+// transform's rounding.
+TEST(Task6_3_Algorithms, EachRuleChoosesWithinItsLimitsAndStillComputesTheConvolution) {
   S06_SKIP_WITHOUT_GPU();
   TestGpu gpu;
   const ConvCase c{64, ConvGeometry{16, 14, 14, 32, 3, 1, 1}};
-  ConvDescriptors exact_d, fast_d;
-  test_conv_descriptors(exact_d, c.g, c.B);
-  test_conv_descriptors(fast_d, c.g, c.B);
-  const ConvAlgorithms exact = choose_conv_algorithms(gpu.h(), exact_d, AlgoRule::Exact);
-  const ConvAlgorithms fast = choose_conv_algorithms(gpu.h(), fast_d, AlgoRule::Fastest);
-  cudnnMathType_t math{};
-  CUDNN_CHECK(cudnnGetConvolutionMathType(fast_d.conv, &math));
-  EXPECT_EQ(math, CUDNN_FMA_MATH) << "fastest still keeps to FP32 FMA math";
-  const Outputs want = run_chosen(gpu, exact_d, exact, c), got = run_chosen(gpu, fast_d, fast, c);
-  auto near = [](const std::vector<double>& a, const std::vector<double>& b, const char* what) {
-    double worst = 0, scale = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      worst = std::max(worst, std::abs(a[i] - b[i]));
-      scale = std::max(scale, std::abs(a[i]));
-    }
-    EXPECT_LE(worst, 1e-2 * scale) << what << ": the fastest algorithm is off by " << worst << " of " << scale;
-  };
-  near(want.y, got.y, ("forward " + algorithm_name(fast.forward)).c_str());
-  near(want.dx, got.dx, ("backward-data " + algorithm_name(fast.backward_data)).c_str());
-  near(want.dW, got.dW, ("backward-filter " + algorithm_name(fast.backward_filter)).c_str());
-  EXPECT_EQ(parse_algo_rule("fastest"), AlgoRule::Fastest);
-  EXPECT_STREQ(algo_rule_name(parse_algo_rule("exact")), "exact");
+  ConvDescriptors direct_d;
+  test_conv_descriptors(direct_d, c.g, c.B);
+  const ConvAlgorithms direct = choose_conv_algorithms(gpu.h(), direct_d, AlgoRule::Direct);
+  EXPECT_TRUE(rounds_like_direct(direct.forward)) << algorithm_name(direct.forward);
+  EXPECT_TRUE(rounds_like_direct(direct.backward_data)) << algorithm_name(direct.backward_data);
+  EXPECT_TRUE(rounds_like_direct(direct.backward_filter)) << algorithm_name(direct.backward_filter);
+  EXPECT_NE(direct.backward_data, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0) << "a non-deterministic algorithm";
+  EXPECT_NE(direct.backward_filter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0) << "a non-deterministic algorithm";
+  EXPECT_NE(direct.backward_filter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3) << "a non-deterministic algorithm";
+  const Outputs want = run_chosen(gpu, direct_d, direct, c);
+  for (AlgoRule rule : {AlgoRule::Deterministic, AlgoRule::Fastest}) {
+    ConvDescriptors d;
+    test_conv_descriptors(d, c.g, c.B);
+    const ConvAlgorithms a = choose_conv_algorithms(gpu.h(), d, rule);
+    const std::string what = std::string("--conv-algos ") + algo_rule_name(rule);
+    cudnnMathType_t math{};
+    CUDNN_CHECK(cudnnGetConvolutionMathType(d.conv, &math));
+    EXPECT_EQ(math, CUDNN_FMA_MATH) << what << " still keeps to FP32 FMA math";
+    const Outputs got = run_chosen(gpu, d, a, c);
+    auto near = [&](const std::vector<double>& x, const std::vector<double>& y, const std::string& algo) {
+      double worst = 0, scale = 0;
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        worst = std::max(worst, std::abs(x[i] - y[i]));
+        scale = std::max(scale, std::abs(x[i]));
+      }
+      EXPECT_LE(worst, 1e-2 * scale) << what << ": " << algo << " is off by " << worst << " of " << scale;
+    };
+    near(want.y, got.y, "forward " + algorithm_name(a.forward));
+    near(want.dx, got.dx, "backward-data " + algorithm_name(a.backward_data));
+    near(want.dW, got.dW, "backward-filter " + algorithm_name(a.backward_filter));
+  }
+  for (AlgoRule rule : {AlgoRule::Direct, AlgoRule::Deterministic, AlgoRule::Fastest})
+    EXPECT_EQ(parse_algo_rule(algo_rule_name(rule)), rule);
+  EXPECT_STREQ(algo_rule_name(AlgoRule::Deterministic), "deterministic");
+  EXPECT_THROW(parse_algo_rule("exact"), std::invalid_argument);
   EXPECT_THROW(parse_algo_rule("winograd"), std::invalid_argument);
 }
