@@ -23,7 +23,6 @@
 // fail on Task 5.9 itself.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -31,6 +30,7 @@
 #include "01_fc_softmax/cpu_engine.hpp"
 #include "02_conv_pool/cnn.hpp"
 #include "05_im2col_gemm/gpu_cnn_engine.hpp"
+#include "cnn_comparison.hpp"
 #include "common/data.hpp"
 #include "stage05_support.hpp"
 
@@ -58,14 +58,7 @@ EngineConfig config(const std::string& spec, Shape3 input, int batch, const std:
 
 /// Weights uniform in +-1/sqrt(fan-in), biases in +-0.1.
 std::vector<NamedTensor> random_parameters(const EngineConfig& cfg, std::uint64_t seed) {
-  std::vector<NamedTensor> params = GpuCnnEngine::model_parameters(cfg);
-  Rng rng(seed, 11);
-  for (NamedTensor& p : params) {
-    const bool bias = p.tensor.shape.size() == 1;
-    const double a = bias ? 0.1 : 1.0 / std::sqrt(static_cast<double>(p.tensor.size() / p.tensor.shape[0]));
-    for (float& v : p.tensor.data) v = static_cast<float>(rng.uniform(-a, a));
-  }
-  return params;
+  return testkit::spread_parameters(GpuCnnEngine::model_parameters(cfg), seed);
 }
 
 /// `examples` synthetic examples make ceil(examples / batch) = kSteps steps; the test set is another draw.
@@ -153,29 +146,5 @@ TEST(Task5_9_GpuCnnEngine, MlpMatchesStage02AfterTwentySteps) {
 TEST(Stage05_Comparison, TwentyCnnStepsDoNotBranchOnTheCpu) {
   const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 32);
   const Dataset train = make_synthetic(kSteps * 32, {1, 28, 28}, kClasses, 91);
-  const std::vector<NamedTensor> initial = random_parameters(cfg, 93);
-  CpuEngine reference(cfg, make_cnn_layer<float>);
-  reference.set_parameters(initial);
-  const EpochStats want = reference.train_epoch(train, 0, {});
-  const std::vector<NamedTensor> trained = reference.get_parameters();
-  for (std::uint64_t change : {1u, 2u}) {
-    std::vector<NamedTensor> moved = initial;
-    Rng rng(change, 3);
-    for (NamedTensor& t : moved)
-      for (float& v : t.tensor.data) v *= 1.f + (rng.uniform() < 0.5 ? -1e-6f : 1e-6f);
-    CpuEngine cpu(cfg, make_cnn_layer<float>);
-    cpu.set_parameters(moved);
-    const EpochStats got = cpu.train_epoch(train, 0, {});
-    EXPECT_NEAR(got.loss_sum, want.loss_sum, 1e-5 * want.loss_sum) << "change " << change;
-    const std::vector<NamedTensor> params = cpu.get_parameters();
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      double worst = 0;  // the largest difference, as a share of the comparison's tolerance
-      for (std::size_t j = 0; j < params[i].tensor.size(); ++j) {
-        const double w = trained[i].tensor.data[j], g = params[i].tensor.data[j];
-        worst = std::max(worst, std::fabs(g - w) / (kParamAtol + kParamRtol * std::fabs(w)));
-      }
-      EXPECT_LT(worst, 0.25) << "change " << change << ", " << params[i].name << ": a 1e-6 change of the weights "
-                             << "grew to " << worst << " of the tolerance in 20 steps: the comparison would branch";
-    }
-  }
+  testkit::expect_training_does_not_branch(cfg, train, random_parameters(cfg, 93), kParamAtol, kParamRtol);
 }

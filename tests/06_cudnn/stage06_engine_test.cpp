@@ -11,8 +11,8 @@
 #include "01_fc_softmax/cpu_engine.hpp"
 #include "02_conv_pool/cnn.hpp"
 #include "06_cudnn/cudnn_engine.hpp"
+#include "cnn_comparison.hpp"
 #include "common/data.hpp"
-#include "common/rng.hpp"
 #include "s06_support.hpp"
 
 using namespace course;
@@ -55,16 +55,10 @@ constexpr double kParamAtol = 5e-4, kParamRtol = 1e-3, kLossRtol = 1e-4;
 // TwentyStepComparisonDoesNotBranchOnTheCpu below keeps that true.
 constexpr double kCnnLr = 0.01;
 
-/// Weights uniform in +-1/sqrt(fan-in), biases in +-0.1 (as stage 05's test draws them).
+/// The weights every stage starts from for cfg.seed, redrawn spread out (testkit::spread_parameters).
 std::vector<NamedTensor> spread_parameters(const EngineConfig& cfg, std::uint64_t seed) {
-  std::vector<NamedTensor> params = initial_parameters(cfg.arch, cfg.input, cfg.classes, cfg.seed, make_cnn_layer<float>);
-  Rng rng(seed, 11);
-  for (NamedTensor& p : params) {
-    const bool bias = p.tensor.shape.size() == 1;
-    const double a = bias ? 0.1 : 1.0 / std::sqrt(static_cast<double>(p.tensor.size() / p.tensor.shape[0]));
-    for (float& v : p.tensor.data) v = static_cast<float>(rng.uniform(-a, a));
-  }
-  return params;
+  return testkit::spread_parameters(
+      initial_parameters(cfg.arch, cfg.input, cfg.classes, cfg.seed, make_cnn_layer<float>), seed);
 }
 
 void expect_same_parameters(const std::vector<NamedTensor>& got, const std::vector<NamedTensor>& want,
@@ -132,31 +126,7 @@ TEST(Stage06_Engine, TwentyCnnStepsMatchStage02WithoutTheGraph) {
 TEST(Stage06_Engine, TwentyStepComparisonDoesNotBranchOnTheCpu) {
   const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 32, kCnnLr);
   const Dataset train = make_synthetic(19 * 32 + 16, {1, 28, 28}, 10, 5);
-  const std::vector<NamedTensor> start = spread_parameters(cfg, 99);
-  CpuEngine reference(cfg, make_cnn_layer<float>);
-  reference.set_parameters(start);
-  const EpochStats want = reference.train_epoch(train, 0, {});
-  const std::vector<NamedTensor> trained = reference.get_parameters();
-  for (std::uint64_t change : {1u, 2u}) {
-    std::vector<NamedTensor> moved = start;
-    Rng rng(change, 3);
-    for (NamedTensor& t : moved)
-      for (float& v : t.tensor.data) v *= 1.f + (rng.uniform() < 0.5 ? -1e-6f : 1e-6f);
-    CpuEngine cpu(cfg, make_cnn_layer<float>);
-    cpu.set_parameters(moved);
-    const EpochStats got = cpu.train_epoch(train, 0, {});
-    EXPECT_NEAR(got.loss_sum, want.loss_sum, 1e-5 * want.loss_sum) << "change " << change;
-    const std::vector<NamedTensor> params = cpu.get_parameters();
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      double worst = 0;  // the largest difference, as a share of the GPU comparison's tolerance
-      for (std::size_t j = 0; j < params[i].tensor.size(); ++j) {
-        const double w = trained[i].tensor.data[j], g = params[i].tensor.data[j];
-        worst = std::max(worst, std::fabs(g - w) / (kParamAtol + kParamRtol * std::fabs(w)));
-      }
-      EXPECT_LT(worst, 0.25) << "change " << change << ", " << params[i].name << ": a 1e-6 change of the weights "
-                             << "grew to " << worst << " of the tolerance in 20 steps: the comparison would branch";
-    }
-  }
+  testkit::expect_training_does_not_branch(cfg, train, spread_parameters(cfg, 99), kParamAtol, kParamRtol);
 }
 
 // Every other layer kind of the course: stride, padding 2, a padded

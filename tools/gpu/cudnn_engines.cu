@@ -58,6 +58,16 @@ float time_it(std::function<void()> f, int reps = 30) {
   std::sort(ts.begin(), ts.end()); return ts[ts.size() / 2];
 }
 
+// One line of a cudnnFind table: algorithm, status, time, determinism, math type, workspace.
+template <typename Perf>
+void print_find(const char* direction, const Perf* r, int n) {
+  printf(" legacy %s:", direction);
+  for (int i = 0; i < n; ++i)
+    printf(" [%d %s %.1fus %s %s %zuB]", r[i].algo, cudnnGetErrorString(r[i].status), r[i].time * 1000,
+           det(r[i].determinism), mt(r[i].mathType), r[i].memory);
+  printf("\n");
+}
+
 // dir 0 fwd, 1 bwd data, 2 bwd filter
 void backend(const Shape& s, int dir, float* x, float* w, float* y, const std::vector<float>& ref, size_t outn) {
   const char* names[] = {"forward", "bwd-data", "bwd-filter"};
@@ -74,32 +84,35 @@ void backend(const Shape& s, int dir, float* x, float* w, float* y, const std::v
   CK(cudnnBackendSetAttribute(cd, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad));
   CK(cudnnBackendSetAttribute(cd, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad));
   CK(cudnnBackendFinalize(cd));
+  // The three operations take the same six attributes under their own names: their
+  // tensors in the order x, w, y (dx, w, dy for backward data; x, dw, dy for backward filter).
+  struct OpAttributes {
+    cudnnBackendDescriptorType_t type;
+    cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+  };
+  const OpAttributes ops[3] = {
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA},
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA},
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA},
+  };
+  const OpAttributes& oa = ops[dir];
   cudnnBackendDescriptor_t op; float alpha = 1, beta = 0;
-  if (dir == 0) {
-    CK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &op));
-    CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tx));
-    CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tw));
-    CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ty));
-    CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cd));
-    CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha));
-    CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta));
-  } else if (dir == 1) {
-    CK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, &op));
-    CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tx));
-    CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tw));
-    CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ty));
-    CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cd));
-    CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha));
-    CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &beta));
-  } else {
-    CK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR, &op));
-    CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tx));
-    CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tw));
-    CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ty));
-    CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cd));
-    CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha));
-    CK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, 1, &beta));
-  }
+  CK(cudnnBackendCreateDescriptor(oa.type, &op));
+  CK(cudnnBackendSetAttribute(op, oa.x, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tx));
+  CK(cudnnBackendSetAttribute(op, oa.w, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &tw));
+  CK(cudnnBackendSetAttribute(op, oa.y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ty));
+  CK(cudnnBackendSetAttribute(op, oa.conv, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cd));
+  CK(cudnnBackendSetAttribute(op, oa.alpha, CUDNN_TYPE_FLOAT, 1, &alpha));
+  CK(cudnnBackendSetAttribute(op, oa.beta, CUDNN_TYPE_FLOAT, 1, &beta));
   CK(cudnnBackendFinalize(op));
   cudnnBackendDescriptor_t og; CK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &og));
   CK(cudnnBackendSetAttribute(og, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op));
@@ -186,11 +199,11 @@ int main() {
     CK(cudnnSetConvolutionMathType(cv, CUDNN_FMA_MATH));
     int n = 0;
     cudnnConvolutionFwdAlgoPerf_t f[16]; CK(cudnnFindConvolutionForwardAlgorithm(h, dx, dw, cv, dy, 8, &n, f));
-    printf(" legacy forward:"); for (int i = 0; i < n; ++i) printf(" [%d %s %.1fus %s %s %zuB]", f[i].algo, cudnnGetErrorString(f[i].status), f[i].time * 1000, det(f[i].determinism), mt(f[i].mathType), f[i].memory); printf("\n");
+    print_find("forward", f, n);
     cudnnConvolutionBwdDataAlgoPerf_t d[16]; CK(cudnnFindConvolutionBackwardDataAlgorithm(h, dw, dy, cv, dx, 6, &n, d));
-    printf(" legacy bwd-data:"); for (int i = 0; i < n; ++i) printf(" [%d %s %.1fus %s %s %zuB]", d[i].algo, cudnnGetErrorString(d[i].status), d[i].time * 1000, det(d[i].determinism), mt(d[i].mathType), d[i].memory); printf("\n");
+    print_find("bwd-data", d, n);
     cudnnConvolutionBwdFilterAlgoPerf_t b[16]; CK(cudnnFindConvolutionBackwardFilterAlgorithm(h, dx, dy, cv, dw, 7, &n, b));
-    printf(" legacy bwd-filter:"); for (int i = 0; i < n; ++i) printf(" [%d %s %.1fus %s %s %zuB]", b[i].algo, cudnnGetErrorString(b[i].status), b[i].time * 1000, det(b[i].determinism), mt(b[i].mathType), b[i].memory); printf("\n");
+    print_find("bwd-filter", b, n);
     // references with legacy deterministic algos (IMPLICIT_GEMM fwd, ALGO_1 both backward)
     float one = 1, zero = 0;
     void* ws; CC(cudaMalloc(&ws, 64 << 20));

@@ -1,0 +1,71 @@
+// What the GPU-against-CPU training comparisons of stages 05 and 06 share: the
+// weights they start from, and the check that their 20 steps do not branch.
+//
+// A comparison of two runs that round differently carries a last-bit
+// difference along for 20 steps. When a ReLU input or a max-pool window within
+// rounding of a tie comes out the other way, its gradient goes elsewhere and
+// the two runs branch: the comparison would fail a correct engine, or pass a
+// wrong one by luck. Whether that happens depends on where the run starts and
+// on the learning rate, so each comparison checks its own premise on the CPU.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "01_fc_softmax/cpu_engine.hpp"
+#include "02_conv_pool/cnn.hpp"
+#include "common/data.hpp"
+#include "common/rng.hpp"
+
+namespace course::testkit {
+
+/// `params` (for their names and shapes) redrawn: weights uniform in
+/// +-1/sqrt(fan-in), biases in +-0.1, so no bias starts at ReLU's kink.
+inline std::vector<NamedTensor> spread_parameters(std::vector<NamedTensor> params, std::uint64_t seed) {
+  Rng rng(seed, 11);
+  for (NamedTensor& p : params) {
+    const bool bias = p.tensor.shape.size() == 1;
+    const double a = bias ? 0.1 : 1.0 / std::sqrt(static_cast<double>(p.tensor.size() / p.tensor.shape[0]));
+    for (float& v : p.tensor.data) v = static_cast<float>(rng.uniform(-a, a));
+  }
+  return params;
+}
+
+/// Stage 02 trains `train` (one epoch) from `initial`, and again, twice, from
+/// `initial` with every value moved by 1e-6 of itself (about ten times float's
+/// rounding, more than a GPU's other summation order moves it). Each rerun must
+/// end with its loss sum within 1e-5 relative and every parameter within a
+/// quarter of the comparison's tolerance atol + rtol |p|.
+inline void expect_training_does_not_branch(const EngineConfig& cfg, const Dataset& train,
+                                            const std::vector<NamedTensor>& initial, double atol, double rtol) {
+  CpuEngine reference(cfg, make_cnn_layer<float>);
+  reference.set_parameters(initial);
+  const EpochStats want = reference.train_epoch(train, 0, {});
+  const std::vector<NamedTensor> trained = reference.get_parameters();
+  for (std::uint64_t change : {1u, 2u}) {
+    std::vector<NamedTensor> moved = initial;
+    Rng rng(change, 3);
+    for (NamedTensor& t : moved)
+      for (float& v : t.tensor.data) v *= 1.f + (rng.uniform() < 0.5 ? -1e-6f : 1e-6f);
+    CpuEngine cpu(cfg, make_cnn_layer<float>);
+    cpu.set_parameters(moved);
+    const EpochStats got = cpu.train_epoch(train, 0, {});
+    EXPECT_NEAR(got.loss_sum, want.loss_sum, 1e-5 * want.loss_sum) << "change " << change;
+    const std::vector<NamedTensor> params = cpu.get_parameters();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      double worst = 0;  // the largest difference, as a share of the comparison's tolerance
+      for (std::size_t j = 0; j < params[i].tensor.size(); ++j) {
+        const double w = trained[i].tensor.data[j], g = params[i].tensor.data[j];
+        worst = std::max(worst, std::fabs(g - w) / (atol + rtol * std::fabs(w)));
+      }
+      EXPECT_LT(worst, 0.25) << "change " << change << ", " << params[i].name << ": a 1e-6 change of the weights "
+                             << "grew to " << worst << " of the tolerance in 20 steps: the comparison would branch";
+    }
+  }
+}
+
+}  // namespace course::testkit
