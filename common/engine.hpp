@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "common/arch.hpp"
 #include "common/data.hpp"
 #include "common/tensor.hpp"
@@ -110,6 +112,13 @@ class Engine {
     (void)state;
     throw CheckpointNotSupported("this stage cannot checkpoint: its engine does not expose its optimizer state");
   }
+
+  /// What this run's engine is made of, beyond what every engine reports: stage 05's
+  /// GEMM kernel and im2col workspace, stage 07's kernel and precision of every product.
+  /// The trainer writes it, as it is, under "stage_results" in the --json file once the run
+  /// is over (so it may hold what the run learned, such as autotuned choices). The default
+  /// (engine.cpp) is null: nothing to add.
+  virtual nlohmann::json stage_results() const;
 };
 
 /// Builds a stage's engine; throws std::invalid_argument for a model the stage cannot run.

@@ -290,6 +290,12 @@ void print_final_report(const ClassificationReport& report, const Dataset& test)
             << format_confusion(report, test.class_names);
 }
 
+// The engine's own facts (Engine::stage_results()), when it has any.
+void add_stage_results(json& results, const Engine& engine) {
+  json facts = engine.stage_results();
+  if (!facts.is_null()) results["stage_results"] = std::move(facts);
+}
+
 void write_json(const TrainerOptions& o, const json& results) {
   if (o.json.empty()) return;
   write_file_atomically(o.json, results.dump(2) + "\n");
@@ -399,6 +405,7 @@ int train_or_evaluate(const TrainerOptions& o, const StageInfo& stage, const Eng
     const ClassificationReport report = classification_report(test.labels, ev.predictions, test.classes);
     if (o.verbose) std::cout << fmt("evaluation took %.2f s\n", ev.seconds);
     print_final_report(report, test);
+    add_stage_results(results, *engine);
     results["status"] = "evaluated";
     results["test_loss"] = ev.stats.seen > 0 ? ev.stats.loss_sum / static_cast<double>(ev.stats.seen) : 0.0;
     results["eval_seconds"] = ev.seconds;
@@ -650,6 +657,7 @@ int train_or_evaluate(const TrainerOptions& o, const StageInfo& stage, const Eng
   const double total = total_timer.seconds();
   std::cout << fmt("\ntotal time %.2f s\n", total);
   std::cout.flush();
+  add_stage_results(results, *engine);
   results["status"] = "ok";
   results["total_seconds"] = total;
   write_json(o, results);

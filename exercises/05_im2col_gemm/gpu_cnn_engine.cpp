@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "01_fc_softmax/network.hpp"
 #include "02_conv_pool/cnn.hpp"
 #include "04_cuda_matmul/mlp_kernels.hpp"
@@ -219,6 +221,23 @@ int GpuCnnEngine::split_k_chunks_used() const {
         chunks = std::max(chunks, split_k_chunks(options_.gemm_kernel, unrolled_rows(cfg_.batch, l.conv),
                                                  split_k_->max_chunks()));
   return chunks;
+}
+
+nlohmann::json GpuCnnEngine::stage_results() const {
+  nlohmann::json j = {{"gemm_kernel", options_.gemm_kernel},
+                      {"gemm", gemm_kernel_name(options_.gemm_kernel)},
+                      {"unroll", unroll_name(options_.unroll)},
+                      {"split_k_max", options_.split_k},
+                      {"split_k_chunks", split_k_chunks_used()},
+                      {"workspace_bytes", workspace_bytes()},
+                      {"conv_layers", nlohmann::json::array()}};
+  for (const ConvMemory& m : conv_memory())
+    j["conv_layers"].push_back({{"layer", m.layer},
+                                {"input_floats_per_image", m.input_floats},
+                                {"unrolled_floats_per_image", m.unrolled_floats},
+                                {"expansion", static_cast<double>(m.unrolled_floats) / static_cast<double>(m.input_floats)},
+                                {"workspace_bytes", m.workspace_floats * sizeof(float)}});
+  return j;
 }
 
 // ---- parameters ---------------------------------------------------------------------------

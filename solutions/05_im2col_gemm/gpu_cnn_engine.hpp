@@ -102,6 +102,10 @@ class GpuCnnEngine : public Engine {
   std::vector<ConvMemory> conv_memory() const;
   /// Split-K chunks of the largest batch weight gradient (1: no split).
   int split_k_chunks_used() const;
+  /// The run's GEMM kernel, unroll, split-K and im2col memory per conv layer, for the
+  /// --json file: {"gemm_kernel", "gemm", "unroll", "split_k_max", "split_k_chunks",
+  /// "workspace_bytes", "conv_layers": [{"layer", "input_floats_per_image", ...}]}.
+  nlohmann::json stage_results() const override;
 
   // ---- the pieces of train_epoch(), public for the benchmarks and tests ----
 

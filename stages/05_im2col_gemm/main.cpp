@@ -7,22 +7,18 @@
 //
 // Besides the shared flags: --kernel N (stage 04's GEMM kernels), --unroll
 // image|batch and --split-k N. The run's GEMM, unroll and im2col workspace
-// are printed at the start (per conv layer with --verbose) and added to the
-// --json file under "im2col".
+// are printed at the start (per conv layer with --verbose) and written to the
+// --json file under "stage_results" (GpuCnnEngine::stage_results()).
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include "04_cuda_matmul/gemm.hpp"
 #include "05_im2col_gemm/gpu_cnn_engine.hpp"
 #include "common/cuda_check.hpp"
-#include "common/model_file.hpp"
 #include "common/trainer.hpp"
 
 namespace {
@@ -33,8 +29,9 @@ std::string megabytes(std::size_t bytes) {
   return text;
 }
 
-// What this run's engine is made of, printed and kept for the JSON.
-nlohmann::json describe(const course::GpuCnnEngine& engine, int batch, bool verbose) {
+// What this run's engine is made of, printed at the start (the engine's stage_results()
+// puts the same facts in the --json file).
+void describe(const course::GpuCnnEngine& engine, int batch, bool verbose) {
   const course::GpuCnnOptions& o = engine.options();
   const std::vector<course::ConvMemory> convs = engine.conv_memory();
   std::cout << "gemm: kernel " << o.gemm_kernel << " (" << course::gemm_kernel_name(o.gemm_kernel) << ")";
@@ -49,40 +46,15 @@ nlohmann::json describe(const course::GpuCnnEngine& engine, int batch, bool verb
               << " bytes, shared by the " << convs.size() << " conv layers, batch " << batch << ")";
   }
   std::cout << "\n";
-  nlohmann::json j = {{"gemm_kernel", o.gemm_kernel},
-                      {"gemm", course::gemm_kernel_name(o.gemm_kernel)},
-                      {"unroll", course::unroll_name(o.unroll)},
-                      {"split_k_max", o.split_k},
-                      {"split_k_chunks", engine.split_k_chunks_used()},
-                      {"workspace_bytes", engine.workspace_bytes()},
-                      {"conv_layers", nlohmann::json::array()}};
+  if (!verbose) return;
   for (const course::ConvMemory& m : convs) {
     const double ratio = static_cast<double>(m.unrolled_floats) / static_cast<double>(m.input_floats);
-    if (verbose) {
-      char line[256];
-      std::snprintf(line, sizeof line, "  %-22s input %7ld floats/image, unrolled %8ld (%.2fx), workspace %s\n",
-                    m.layer.c_str(), m.input_floats, m.unrolled_floats, ratio,
-                    megabytes(m.workspace_floats * sizeof(float)).c_str());
-      std::cout << line;
-    }
-    j["conv_layers"].push_back({{"layer", m.layer},
-                                {"input_floats_per_image", m.input_floats},
-                                {"unrolled_floats_per_image", m.unrolled_floats},
-                                {"expansion", ratio},
-                                {"workspace_bytes", m.workspace_floats * sizeof(float)}});
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-22s input %7ld floats/image, unrolled %8ld (%.2fx), workspace %s\n",
+                  m.layer.c_str(), m.input_floats, m.unrolled_floats, ratio,
+                  megabytes(m.workspace_floats * sizeof(float)).c_str());
+    std::cout << line;
   }
-  return j;
-}
-
-// Adds `facts` under "im2col" to the JSON file the shared trainer wrote (the trainer
-// has no hook for a stage's own results; see the stage notes).
-void add_to_json(const std::string& path, const nlohmann::json& facts) {
-  std::ifstream in(path);
-  if (!in) return;  // the trainer stopped before writing it
-  nlohmann::json results = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (results.is_discarded() || !results.is_object()) return;
-  results["im2col"] = facts;
-  course::write_file_atomically(path, results.dump(2) + "\n");
 }
 
 }  // namespace
@@ -91,8 +63,6 @@ int main(int argc, char** argv) {
   const course::StageInfo stage{"05_im2col_gemm", "Stage 05: CNNs on the GPU, convolutions as im2col + GEMM"};
   course::GpuCnnOptions options;
   std::string unroll = "batch";
-  std::string json_path;
-  nlohmann::json facts;
   std::string kernel_help = "Matrix-product kernel (stage 04):";
   for (int k = 0; k < course::kNumGemmKernels; ++k)
     kernel_help += " " + std::to_string(k) + " = " + course::gemm_kernel_name(k) + (k + 1 < course::kNumGemmKernels ? "," : "");
@@ -112,28 +82,18 @@ int main(int argc, char** argv) {
         ->type_name("N");
     // Checked once the command line is parsed (so --help works anywhere) and
     // before the data is loaded: without a GPU there is nothing to wait for.
-    app.final_callback([&app, &json_path] {
-      json_path = app.get_option("--json")->as<std::string>();
+    app.final_callback([] {
       std::string why;
       if (!course::gpu_available(&why)) throw course::GpuError("stage 05 trains on a CUDA GPU, and there is none: " + why);
     });
   };
-  const int code = course::run_trainer(
+  return course::run_trainer(
       argc, argv, stage,
       [&](const course::EngineConfig& cfg) {
         options.unroll = course::parse_unroll(unroll);
         auto engine = std::make_unique<course::GpuCnnEngine>(cfg, options);
-        facts = describe(*engine, cfg.batch, cfg.verbose);
+        describe(*engine, cfg.batch, cfg.verbose);
         return engine;
       },
       extra_options);
-  if (!json_path.empty() && !facts.is_null()) {
-    try {
-      add_to_json(json_path, facts);
-    } catch (const std::exception& e) {
-      std::cerr << "error: could not add the im2col facts to " << json_path << ": " << e.what() << "\n";
-      return code == course::kExitOk ? course::kExitError : code;
-    }
-  }
-  return code;
 }

@@ -227,6 +227,36 @@ TEST(Trainer, JsonHoldsEveryFigure) {
   EXPECT_EQ(j["final"]["per_class"].size(), 10u);
   EXPECT_EQ(j["profile"]["layers"].size(), 2u);
   EXPECT_TRUE(j.contains("total_seconds"));
+  EXPECT_FALSE(j.contains("stage_results")) << "an engine with nothing to add adds nothing";
+}
+
+// An engine with facts of its own (stage 05's im2col workspace, stage 07's kernels) gets
+// them into the JSON of a training run and of an evaluation, as it returns them after the run.
+class EngineWithResults : public FakeEngine {
+ public:
+  using FakeEngine::FakeEngine;
+  EpochStats train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) override {
+    ++epochs_seen_;
+    return FakeEngine::train_epoch(train, epoch, on_batch);
+  }
+  nlohmann::json stage_results() const override { return {{"kernel", 7}, {"epochs_seen", epochs_seen_}}; }
+
+ private:
+  int epochs_seen_ = 0;
+};
+
+TEST(Trainer, JsonHoldsTheStagesOwnResults) {
+  const fs::path dir = fresh_dir();
+  Record rec;
+  const EngineFactory factory = [&rec](const EngineConfig& config) -> std::unique_ptr<Engine> {
+    return std::make_unique<EngineWithResults>(config, Mode::Normal, &rec);
+  };
+  const std::string trained = (dir / "train.json").string(), model = (dir / "m.model").string();
+  ASSERT_EQ(run(quick({"--json", trained, "--save", model}), factory).code, 0);
+  EXPECT_EQ(read_json(trained)["stage_results"], (nlohmann::json{{"kernel", 7}, {"epochs_seen", 2}}));
+  const std::string evaluated = (dir / "eval.json").string();
+  ASSERT_EQ(run(quick({"--load", model, "--evaluate", "--json", evaluated}), factory).code, 0);
+  EXPECT_EQ(read_json(evaluated)["stage_results"]["epochs_seen"], 0);
 }
 
 TEST(Trainer, ProfilePrintsPerLayerTimesPerBatch) {

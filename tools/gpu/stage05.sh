@@ -108,7 +108,7 @@ for f in "$WORK"/train_*.json; do
 import json, sys
 r = json.load(open(sys.argv[1]))
 name = sys.argv[1].rsplit("/", 1)[-1][6:-5]
-w = r.get("im2col", {})
+w = r.get("stage_results", {})
 ws = f"workspace {w.get('workspace_bytes', 0) / 1e6:.2f} MB, split-K {w.get('split_k_chunks', '?')}" if w else ""
 for e in r.get("epochs", []):
     print(f"{name:24s} epoch {e['epoch']}: {e.get('seconds', 0):.3f} s  {e.get('images_per_second', 0):9.0f} img/s  "
