@@ -32,7 +32,7 @@ __global__ void __launch_bounds__(kSumThreads) sum_partials_kernel(const float* 
 }
 
 int split_k_chunks(int gemm_kernel, long K, int max_chunks) {
-  if (gemm_kernel != kGemmRegisterTiled || max_chunks <= 1 || K <= kSplitKRows) return 1;
+  if (!gemm_has_k_slices(gemm_kernel) || max_chunks <= 1 || K <= kSplitKRows) return 1;
   const long wanted = (K + kSplitKRows - 1) / kSplitKRows;
   return static_cast<int>(std::min<long>(wanted, max_chunks));
 }
@@ -61,8 +61,8 @@ void SplitKGemm::run(int gemm_kernel, int M, int N, int K, const float* A, const
   if (A == nullptr || B == nullptr || C == nullptr)
     throw std::invalid_argument("SplitKGemm::run: A, B and C must not be null");
   const long mn = static_cast<long>(M) * N;
-  if (gemm_kernel == kGemmRegisterTiled) {
-    gemm_k_slices(/*trans_a=*/true, /*trans_b=*/false, M, N, K, rows, A, B, partials, stream);
+  if (gemm_has_k_slices(gemm_kernel)) {
+    gemm_k_slices(gemm_kernel, /*trans_a=*/true, /*trans_b=*/false, M, N, K, rows, A, B, partials, stream);
   } else {
     // In the K-major layout chunk s is a contiguous block of rows of A and of B.
     for (int s = 0; s < chunks; ++s) {

@@ -22,9 +22,9 @@
 ///
 /// A slice holds at least kSplitKRows rows: with fewer, a block spends more on
 /// starting up and writing its partial than on its products. cuBLAS makes the
-/// same split inside one call when it sees this shape, and kernels 1 to 5 have
-/// no one-launch split, so for them the product is left whole (split_k_chunks
-/// returns 1).
+/// same split inside one call when it sees this shape. Kernels 1 to 5 have no
+/// one-launch split, so for them the product is left whole (split_k_chunks
+/// returns 1); stage 07's kernels have one (gemm_has_k_slices()).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -36,9 +36,9 @@ constexpr int kSplitKRows = 256;
 /// The most chunks by default (the trainer's --split-k).
 constexpr int kDefaultSplitK = 256;
 
-/// How many chunks to split a sum of K terms into: 1 unless the kernel is kernel 6 (the
-/// one with a one-launch split), max_chunks > 1 and K > kSplitKRows; then
-/// ceil(K / kSplitKRows) capped at max_chunks.
+/// How many chunks to split a sum of K terms into: 1 unless the kernel has a one-launch
+/// split (gemm_has_k_slices(): kernel 6, stage 07's), max_chunks > 1 and K > kSplitKRows;
+/// then ceil(K / kSplitKRows) capped at max_chunks.
 int split_k_chunks(int gemm_kernel, long K, int max_chunks);
 
 /// Runs C = A^T B in chunks (see the file comment).
@@ -52,7 +52,7 @@ class SplitKGemm {
   /// C [M, N] = A^T B with A stored [K, M] and B stored [K, N], as `chunks` partial
   /// products added by one kernel. `partials` holds chunks * M * N floats (unused, may
   /// be null, when chunks is 1: then C is computed by one gemm() call). C is overwritten.
-  /// Kernel 6 computes the partials in one launch (gemm_k_slices); any other kernel
+  /// A kernel with a one-launch split (gemm_has_k_slices()) computes the partials in one launch (gemm_k_slices); any other kernel
   /// computes them one gemm() call after another (correct, but not faster).
   ///
   /// Asynchronous like a kernel launch, on `stream`. Throws std::invalid_argument when

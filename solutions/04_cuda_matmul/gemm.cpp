@@ -15,20 +15,52 @@ namespace {
 const char* const kKernelNames[kNumGemmKernels] = {"cuBLAS",   "single block", "grid",          "coalesced",
                                                    "tiled 16", "tiled 32",     "register tiles"};
 
+/// The kernels later stages added, numbered kNumGemmKernels, kNumGemmKernels + 1, ...
+std::vector<GemmKernelEntry>& added_kernels() {
+  static std::vector<GemmKernelEntry> added;
+  return added;
+}
+
 void check_kernel_number(int kernel) {
-  if (kernel < 0 || kernel >= kNumGemmKernels)
-    throw std::invalid_argument("gemm kernel " + std::to_string(kernel) +
-                                " does not exist: kernels are 0 (cuBLAS) to " + std::to_string(kNumGemmKernels - 1));
+  if (kernel < 0 || kernel >= gemm_kernel_count())
+    throw std::invalid_argument("gemm kernel " + std::to_string(kernel) + " does not exist: kernels are 0 (cuBLAS) to " +
+                                std::to_string(gemm_kernel_count() - 1) +
+                                (gemm_kernel_count() == kNumGemmKernels ? " (stage 07 adds more)" : ""));
 }
 
 }  // namespace
 
-std::string gemm_kernel_name(int kernel) {
-  check_kernel_number(kernel);
-  return kKernelNames[kernel];
+int gemm_kernel_count() { return kNumGemmKernels + static_cast<int>(added_kernels().size()); }
+
+void add_gemm_kernel(int number, const GemmKernelEntry& entry) {
+  if (entry.launch == nullptr) throw std::invalid_argument("add_gemm_kernel: kernel " + std::to_string(number) + " has no launcher");
+  std::vector<GemmKernelEntry>& added = added_kernels();
+  const int index = number - kNumGemmKernels;
+  if (index >= 0 && index < static_cast<int>(added.size()) && added[static_cast<std::size_t>(index)].launch == entry.launch)
+    return;  // registered before
+  if (number != gemm_kernel_count())
+    throw std::invalid_argument("add_gemm_kernel: kernel " + std::to_string(number) + " (" + entry.name +
+                                ") is not the next free number, " + std::to_string(gemm_kernel_count()));
+  added.push_back(entry);
 }
 
-std::vector<std::string> gemm_kernel_names() { return {std::begin(kKernelNames), std::end(kKernelNames)}; }
+bool gemm_has_k_slices(int kernel) {
+  if (kernel == kGemmRegisterTiled) return true;
+  const int index = kernel - kNumGemmKernels;
+  return index >= 0 && index < static_cast<int>(added_kernels().size()) &&
+         added_kernels()[static_cast<std::size_t>(index)].k_slices;
+}
+
+std::string gemm_kernel_name(int kernel) {
+  check_kernel_number(kernel);
+  return kernel < kNumGemmKernels ? kKernelNames[kernel] : added_kernels()[static_cast<std::size_t>(kernel - kNumGemmKernels)].name;
+}
+
+std::vector<std::string> gemm_kernel_names() {
+  std::vector<std::string> names(std::begin(kKernelNames), std::end(kKernelNames));
+  for (const GemmKernelEntry& e : added_kernels()) names.push_back(e.name);
+  return names;
+}
 
 void gemm(int kernel, bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, const float* B,
           float beta, float* C, cudaStream_t stream) {
@@ -66,11 +98,17 @@ void gemm(int kernel, bool trans_a, bool trans_b, int M, int N, int K, float alp
     case kGemmRegisterTiled:
       matmul_register_tiled(p, stream);
       break;
+    default:
+      added_kernels()[static_cast<std::size_t>(kernel - kNumGemmKernels)].launch(p, stream);
   }
 }
 
-void gemm_k_slices(bool trans_a, bool trans_b, int M, int N, int K, int k_slice, const float* A, const float* B,
-                   float* partials, cudaStream_t stream) {
+void gemm_k_slices(int kernel, bool trans_a, bool trans_b, int M, int N, int K, int k_slice, const float* A,
+                   const float* B, float* partials, cudaStream_t stream) {
+  check_kernel_number(kernel);
+  if (!gemm_has_k_slices(kernel))
+    throw std::invalid_argument("gemm_k_slices: kernel " + std::to_string(kernel) + " (" + gemm_kernel_name(kernel) +
+                                ") has no one-launch split-K");
   if (k_slice < 1) throw std::invalid_argument("gemm_k_slices: k_slice must be at least 1, got " + std::to_string(k_slice));
   if (M < 0 || N < 0 || K < 0)
     throw std::invalid_argument("gemm_k_slices: sizes must not be negative, got M=" + std::to_string(M) +
@@ -80,7 +118,10 @@ void gemm_k_slices(bool trans_a, bool trans_b, int M, int N, int K, int k_slice,
     throw std::invalid_argument(std::string("gemm_k_slices: ") + (A == nullptr ? "A" : B == nullptr ? "B" : "partials") +
                                 " is null");
   const GemmProblem p{trans_a, trans_b, M, N, K, 1.f, 0.f, A, B, partials, k_slice};
-  matmul_register_tiled(p, stream);
+  if (kernel == kGemmRegisterTiled)
+    matmul_register_tiled(p, stream);
+  else
+    added_kernels()[static_cast<std::size_t>(kernel - kNumGemmKernels)].launch(p, stream);
 }
 
 }  // namespace course

@@ -29,6 +29,10 @@
 /// | 5 | matmul_4_tiled.cu           | the same with 32 x 32 tiles                             |
 /// | 6 | matmul_6_register_tiled.cu  | 64 x 64 tiles, each thread computes a 4 x 4 block of C  |
 ///
+/// Later stages add kernels after these (add_gemm_kernel() in matmul_kernels.hpp):
+/// stage 07 adds its fast and tensor-core kernels as 7 and on, so that stage 05's
+/// convolutions and stage 04's dense layers run on them unchanged.
+///
 /// When beta is 0, C is only written, never read (as in BLAS): it may hold
 /// anything, NaN included.
 #pragma once
@@ -47,7 +51,7 @@ constexpr int kGemmCoalesced = 3;      ///< Task 4.3
 constexpr int kGemmTiled16 = 4;        ///< Task 4.4, TILE = 16
 constexpr int kGemmTiled32 = 5;        ///< Task 4.4, TILE = 32
 constexpr int kGemmRegisterTiled = 6;  ///< Task 4.5
-constexpr int kNumGemmKernels = 7;     ///< kernels 0 .. kNumGemmKernels - 1
+constexpr int kNumGemmKernels = 7;     ///< stage 04's own kernels: 0 .. kNumGemmKernels - 1
 
 /// The fastest hand-written kernel: what the GPU MLP (and stage 05) use unless told otherwise.
 constexpr int kBestGemm = kGemmRegisterTiled;
@@ -56,7 +60,8 @@ constexpr int kBestGemm = kGemmRegisterTiled;
 /// so kernel 1 (one block, one thread per output) cannot compute more outputs than this.
 constexpr int kMaxThreadsPerBlock = 1024;
 
-/// C = alpha * op(A) * op(B) + beta * C on `stream`, with kernel `kernel` (0 .. 6, see the table above).
+/// C = alpha * op(A) * op(B) + beta * C on `stream`, with kernel `kernel` (0 .. 6, see the
+/// table above, or one a later stage added: 0 .. gemm_kernel_count() - 1).
 ///
 /// Asynchronous like a kernel launch: it returns once the work is queued. Throws
 /// std::invalid_argument for a kernel number out of range, a negative size, a null
@@ -65,22 +70,31 @@ constexpr int kMaxThreadsPerBlock = 1024;
 void gemm(int kernel, bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, const float* B,
           float beta, float* C, cudaStream_t stream = 0);
 
-/// Split-K, in one launch of kernel 6: for z = 0, 1, ..., slices - 1 (slices = ceil(K / k_slice)),
+/// The kernels gemm() runs now: stage 04's kNumGemmKernels plus those later stages added.
+int gemm_kernel_count();
+
+/// True when `kernel` computes the partial products of split-K in one launch (kernel 6,
+/// and the added kernels that say so); false for the others and for numbers out of range.
+bool gemm_has_k_slices(int kernel);
+
+/// Split-K, in one launch of `kernel` (one for which gemm_has_k_slices() is true; kernel 6
+/// is stage 04's): for z = 0, 1, ..., slices - 1 (slices = ceil(K / k_slice)),
 ///
 ///     partials[z] [M, N] = op(A)[:, z-th k_slice columns] * op(B)[same rows, :]
 ///
 /// stored one after another (slices * M * N floats). Their sum is op(A) op(B);
 /// stage 05 adds them (split_k.hpp). The blocks of all slices run at once, so a
 /// product with few tiles of C and a long K fills the GPU. Throws
-/// std::invalid_argument for k_slice < 1, a negative size or a null pointer.
-void gemm_k_slices(bool trans_a, bool trans_b, int M, int N, int K, int k_slice, const float* A, const float* B,
-                   float* partials, cudaStream_t stream = 0);
+/// std::invalid_argument for a kernel without one-launch split-K, k_slice < 1, a
+/// negative size or a null pointer.
+void gemm_k_slices(int kernel, bool trans_a, bool trans_b, int M, int N, int K, int k_slice, const float* A,
+                   const float* B, float* partials, cudaStream_t stream = 0);
 
 /// "cuBLAS", "single block", "grid", "coalesced", "tiled 16", "tiled 32", "register tiles"
 /// (throws std::invalid_argument for a number out of range).
 std::string gemm_kernel_name(int kernel);
 
-/// gemm_kernel_name() of every kernel, indexed by its number: the column heads of the tables.
+/// gemm_kernel_name() of every kernel gemm() runs now, indexed by its number: the column heads of the tables.
 std::vector<std::string> gemm_kernel_names();
 
 }  // namespace course

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include <cuda_runtime.h>
 
@@ -22,7 +23,7 @@ struct GemmProblem {
   const float* A = nullptr;
   const float* B = nullptr;
   float* C = nullptr;
-  /// Split-K (kernel 6 only, gemm_k_slices()): when > 0, the blocks of grid layer z
+  /// Split-K (kernel 6, and added kernels that say so; gemm_k_slices()): when > 0, the blocks of grid layer z
   /// sum only k in [z * k_slice, (z + 1) * k_slice) and write that partial product,
   /// alpha and beta ignored, to the z-th [M, N] matrix from C on. 0: all of K into C.
   int k_slice = 0;
@@ -35,6 +36,22 @@ void matmul_coalesced(const GemmProblem& p, cudaStream_t stream);       ///< ker
 void matmul_tiled_16(const GemmProblem& p, cudaStream_t stream);        ///< kernel 4, Task 4.4
 void matmul_tiled_32(const GemmProblem& p, cudaStream_t stream);        ///< kernel 5, Task 4.4
 void matmul_register_tiled(const GemmProblem& p, cudaStream_t stream);  ///< kernel 6, Task 4.5
+
+/// A kernel that a later stage adds to course::gemm()'s numbered list (stage 07 adds
+/// 7 and on): from then on gemm(number, ...) runs `launch`, and the tables name it `name`.
+struct GemmKernelEntry {
+  std::string name;                                              ///< "warp tiles"
+  void (*launch)(const GemmProblem& p, cudaStream_t stream) = nullptr;  ///< computes p as gemm() defines it
+  /// True when `launch` honours GemmProblem::k_slice (the partial products of split-K in
+  /// one launch), so that gemm_k_slices() and stage 05's split-K can use it.
+  bool k_slices = false;
+};
+
+/// Adds kernel `number`, which must be the next free number (gemm_kernel_count()); adding
+/// the same entry again under its own number does nothing, so a stage may call its
+/// registration more than once. Throws std::invalid_argument for any other number or a
+/// null launcher. Not thread-safe: register before launching from several threads.
+void add_gemm_kernel(int number, const GemmKernelEntry& entry);
 
 #ifdef __CUDACC__
 // The index mapping of gemm.hpp's table. Indices are computed in size_t: a

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "04_cuda_matmul/matmul_kernels.hpp"
 #include "gemm_check.hpp"
 
 using namespace course;
@@ -36,6 +37,20 @@ TEST(Stage04_GemmArguments, KernelNames) {
   for (int k = 0; k < kNumGemmKernels; ++k) EXPECT_EQ(gemm_kernel_name(k), names[static_cast<std::size_t>(k)]);
   EXPECT_THROW(gemm_kernel_name(kNumGemmKernels), std::invalid_argument);
   EXPECT_GE(kBestGemm, 1) << "the best kernel is a hand-written one";
+}
+
+// Later stages add kernels in order; what they add is checked before it is kept. (The
+// registrations refused here change nothing: stage 04's tests see its seven kernels.)
+TEST(Stage04_GemmArguments, AddedKernelsComeInOrderAndSaySplitK) {
+  EXPECT_EQ(gemm_kernel_count(), kNumGemmKernels);
+  const GemmKernelEntry fake{"fake", [](const GemmProblem&, cudaStream_t) {}, true};
+  EXPECT_THROW(add_gemm_kernel(kNumGemmKernels + 1, fake), std::invalid_argument) << "number 7 must come first";
+  EXPECT_THROW(add_gemm_kernel(kGemmGrid, fake), std::invalid_argument) << "stage 04's numbers are taken";
+  EXPECT_THROW(add_gemm_kernel(kNumGemmKernels, GemmKernelEntry{"no launcher", nullptr, false}), std::invalid_argument);
+  EXPECT_EQ(gemm_kernel_count(), kNumGemmKernels);
+  EXPECT_TRUE(gemm_has_k_slices(kGemmRegisterTiled));
+  EXPECT_FALSE(gemm_has_k_slices(kGemmTiled32));
+  EXPECT_FALSE(gemm_has_k_slices(kNumGemmKernels));
 }
 
 // The column-major trick of matmul_cublas.cpp, checked once against the definition:

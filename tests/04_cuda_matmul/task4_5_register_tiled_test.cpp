@@ -36,7 +36,7 @@ TEST(Task4_5_RegisterTiled, SlicesOfKAddUpToTheProduct) {
         std::vector<float> init(mn * slices, std::numeric_limits<float>::quiet_NaN());
         init.resize(mn * slices + 64, kSentinel);
         DeviceBuffer<float> A = to_device(a), B = to_device(b), P = to_device(init), R = to_device(std::vector<float>(mn));
-        gemm_k_slices(ta, tb, s.M, s.N, s.K, k_slice, A.get(), B.get(), P.get());
+        gemm_k_slices(kGemmRegisterTiled, ta, tb, s.M, s.N, s.K, k_slice, A.get(), B.get(), P.get());
         gemm(kGemmCublas, ta, tb, s.M, s.N, s.K, 1.f, A.get(), B.get(), 0.f, R.get());
         const std::vector<float> parts = to_host(P), ref = to_host(R);
         for (std::size_t g = mn * slices; g < parts.size(); ++g)
@@ -50,5 +50,8 @@ TEST(Task4_5_RegisterTiled, SlicesOfKAddUpToTheProduct) {
       }
     }
   }
-  EXPECT_THROW(gemm_k_slices(false, false, 2, 2, 2, 0, nullptr, nullptr, nullptr), std::invalid_argument);
+  EXPECT_THROW(gemm_k_slices(kGemmRegisterTiled, false, false, 2, 2, 2, 0, nullptr, nullptr, nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(gemm_k_slices(kGemmTiled32, false, false, 2, 2, 2, 1, nullptr, nullptr, nullptr), std::invalid_argument)
+      << "kernel 5 has no one-launch split-K";
 }
