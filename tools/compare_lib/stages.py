@@ -31,7 +31,7 @@ class Stage:
         return model in self.models
 
 
-# The course's six stages (COURSE.md section 2). A stage folder found under stages/ that is
+# The course's stages (COURSE.md section 2). A stage folder found under stages/ that is
 # not listed here is compared too, as a CPU stage that runs every model.
 KNOWN_STAGES = (
     Stage("01_fc_softmax", "CPU, 1 thread", models=("mlp",), no_model_reason="stage 01 has no conv layers"),
@@ -42,6 +42,9 @@ KNOWN_STAGES = (
           needs="a CUDA toolkit"),
     Stage("05_im2col_gemm", "GPU", gpu=True, needs="a CUDA toolkit"),
     Stage("06_cudnn", "GPU", gpu=True, needs="a CUDA toolkit and cuDNN"),
+    # Stage 08's kernels are its own; it builds on stage 06's CUDA graph, hence cuDNN.
+    Stage("08_fused", "GPU", gpu=True, needs="a CUDA toolkit and cuDNN",
+          no_model_reason="stage 08 runs only the specs its kernels fuse"),
 )
 
 

@@ -1,0 +1,113 @@
+// Stage 08 benchmarks: one training step of the CNN and of the MLP at batch 64 on
+// Fashion-MNIST's 1x28x28, as the fused engine runs it: replayed as one CUDA graph
+// (BM_TrainStep_*, the names of stages 05 and 06, so that Google Benchmark's compare
+// tool sets the stages side by side), launched kernel by kernel (BM_TrainStepEager_*,
+// as stage 06 names its uncaptured step) and as one persistent kernel
+// (BM_TrainStepPersistent_*).
+//
+//   build/bin/s08_bench
+//   compare.py benchmarks s06.json s08.json      (Google Benchmark's tool: same names)
+//
+// Timing: CUDA events on the engine's stream around kSteps steps queued back to back,
+// as the trainer queues them, through UseManualTime; items are images.
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "08_fused/fused_engine.hpp"
+#include "common/cuda_check.hpp"
+#include "common/data.hpp"
+
+namespace {
+
+constexpr int kBatch = 64;
+constexpr int kSteps = 16;  // training steps per timed interval
+
+/// CUDA events around `work`, which queues on `stream`; returns milliseconds.
+class EventTimer {
+ public:
+  EventTimer() {
+    CUDA_CHECK(cudaEventCreate(&start_));
+    CUDA_CHECK(cudaEventCreate(&stop_));
+  }
+  ~EventTimer() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+  template <typename Work>
+  double time_ms(cudaStream_t stream, Work&& work) {
+    CUDA_CHECK(cudaEventRecord(start_, stream));
+    work();
+    CUDA_CHECK(cudaEventRecord(stop_, stream));
+    CUDA_CHECK(cudaEventSynchronize(stop_));
+    float ms = 0.f;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+    return ms;
+  }
+
+ private:
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
+/// kSteps training steps of `model` per iteration; epochs of 64 batches roll over between
+/// iterations, outside the timing. A failed CUDA call ends this benchmark with its message.
+void train_steps(benchmark::State& state, const std::string& model, const course::FusedOptions& options) {
+  std::string why;
+  if (!course::gpu_available(&why)) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  try {
+    course::EngineConfig cfg;
+    cfg.arch = course::parse_arch(course::named_model_spec(model));
+    cfg.input = {1, 28, 28};
+    cfg.classes = 10;
+    cfg.batch = kBatch;
+    const course::Dataset data = course::make_synthetic(64 * kBatch, cfg.input, cfg.classes, 1);
+    course::FusedEngine engine(cfg, options);
+    int epoch = 0, next = 0;
+    engine.begin_epoch(data, epoch);
+    auto roll_over = [&] {
+      engine.end_epoch();
+      engine.begin_epoch(data, ++epoch);
+      next = 0;
+    };
+    for (int i = 0; i < 8; ++i) engine.train_batch(next++);  // warm-up: the capture happens here
+    EventTimer timer;
+    for (auto _ : state) {
+      if (next + kSteps > engine.num_batches()) roll_over();  // before the timing starts
+      const double ms = timer.time_ms(engine.stream(), [&] {
+        for (int i = 0; i < kSteps; ++i) engine.train_batch(next++);
+      });
+      state.SetIterationTime(ms / 1e3 / kSteps);
+    }
+    engine.end_epoch();
+    state.SetItemsProcessed(state.iterations() * kBatch);
+    state.SetLabel(model + " batch " + std::to_string(kBatch) + " on 1x28x28, " +
+                   (engine.persistent_enabled() ? "1 persistent kernel of " + std::to_string(engine.persistent_grid()) + " blocks"
+                    : engine.graph_enabled()    ? "CUDA graph of " + std::to_string(engine.graph_nodes()) + " kernels"
+                                                : std::to_string(engine.kernels_per_step()) + " kernels, uncaptured"));
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+void BM_TrainStep_CNN(benchmark::State& state) { train_steps(state, "cnn", {true, false}); }
+void BM_TrainStep_MLP(benchmark::State& state) { train_steps(state, "mlp", {true, false}); }
+void BM_TrainStepEager_CNN(benchmark::State& state) { train_steps(state, "cnn", {false, false}); }
+void BM_TrainStepEager_MLP(benchmark::State& state) { train_steps(state, "mlp", {false, false}); }
+void BM_TrainStepPersistent_CNN(benchmark::State& state) { train_steps(state, "cnn", {false, true}); }
+void BM_TrainStepPersistent_MLP(benchmark::State& state) { train_steps(state, "mlp", {false, true}); }
+
+}  // namespace
+
+BENCHMARK(BM_TrainStep_CNN)->UseManualTime();
+BENCHMARK(BM_TrainStep_MLP)->UseManualTime();
+BENCHMARK(BM_TrainStepEager_CNN)->UseManualTime();
+BENCHMARK(BM_TrainStepEager_MLP)->UseManualTime();
+BENCHMARK(BM_TrainStepPersistent_CNN)->UseManualTime();
+BENCHMARK(BM_TrainStepPersistent_MLP)->UseManualTime();
+
+BENCHMARK_MAIN();

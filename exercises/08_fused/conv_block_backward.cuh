@@ -1,0 +1,72 @@
+/// @file conv_block_backward.cuh
+/// @brief Stage 08 (Tasks 8.2 and 8.3, device): the conv block's backward chain in one kernel of two parts.
+///
+/// Stages 05 and 06 run a conv block backward as a chain of kernels: pool
+/// backward writes dL/da over the whole conv output, the activation's backward
+/// multiplies it by act'(z) into dL/dz, and then three kernels read dL/dz: the
+/// bias gradient, the weight gradient and the input gradient. Here dL/dz is
+/// never written. Each part rebuilds the values it needs from the block's
+/// output gradient dy, its output y and the arg-max (ConvBackwardArgs), and the
+/// pool's routing makes that cheap: of the Q x Q conv outputs under a window,
+/// only the arg-max has a gradient.
+///
+/// **Weight and bias gradients** (Task 8.2). For each pooled output (qh, qw)
+/// the one conv output with a gradient is (qh Q + dh, qw Q + dw), (dh, dw) its
+/// argmax, with the gradient g = dy act'(y). So the sums run over the pooled
+/// outputs, Q^2 times fewer terms than over the conv outputs:
+///
+///     dW[f][c][kh][kw] = sum over n, qh, qw of g[n][f][qh][qw] * x[n][c][qh Q + dh - P + kh][qw Q + dw - P + kw]
+///     db[f]            = sum over n, qh, qw of g[n][f][qh][qw]
+///
+/// Both sums run over the whole batch: a reduction across the blocks of the
+/// grid, the one thing here that one block cannot finish. Each block sums the
+/// examples of its slice, in a fixed order, and writes a partial sum; the
+/// update (Task 8.7) adds the slices. Within a block each thread owns up to
+/// kMaxWeightsPerThread weights and, for every example, reads per pooled
+/// output its g and the offset of the winning cell (staged once per filter),
+/// and the input cell under its tap.
+///
+/// **Input gradient** (Task 8.3). The full convolution of dL/dz with the
+/// flipped kernel, stage 02's formula at stride 1:
+///
+///     dx[n][c][ih][iw] = sum over f, kh, kw of W[f][c][kh][kw] * dz[n][f][ih + P - kh][iw + P - kw]
+///
+/// A block stages the tile of dz its cells need, (tile + K - 1)^2 per filter,
+/// rebuilt from dy, y and argmax (0 away from the window maxima and past the
+/// pooled rows and columns), and the weights [filter][tap][16 channels]; each
+/// thread sums one cell for 4 channels. No sum crosses blocks here.
+///
+/// The two parts share nothing but their inputs, so one launch runs both:
+/// blocks [0, weight_blocks) the first, the rest the second.
+#pragma once
+
+#include "08_fused/fused_common.cuh"
+
+namespace course {
+
+/// Weight-gradient block `block` of a.weight_blocks: partial sums of dW and db over its slice of examples.
+template <int K, int Q>
+__device__ void conv_block_weight_gradient_tile(const ConvBackwardArgs& a, int block, float* smem) {
+  // TODO(Task 8.2): for each example of the block's slice, stage the padded input planes of its channels, and g = dy act'(y) with the padded-plane offset of each window's winning cell for its filters; each thread adds g * x over the pooled outputs for each of its weights; write the partial sums (and, in channel group 0, the bias sums) to the block's slice
+  // HINT: stage x zero-padded, [channel][H + 2P][W + 2P]: the input cell of tap (kh, kw) for the conv output (oh, ow) is then at offset (oh + kh) (W + 2P) + ow + kw of its plane, with no bounds test.
+  // HINT: thread t owns weights t, t + blockDim.x, ... of the block, numbered (filter, channel, kh, kw) with kw fastest; precompute each weight's plane offset kh (W + 2P) + kw + channel * plane.
+}
+
+/// Input-gradient block `block` of a.input_blocks: one tile of dx for kConvGroup channels.
+template <int K, int Q>
+__device__ void conv_block_input_gradient_tile(const ConvBackwardArgs& a, int block, float* smem) {
+  // TODO(Task 8.3): stage, ig_filters filters at a time, the tile of dz = dL/dz the block's cells need (rebuilt from dy, y and argmax) and the weights [filter][tap][16 channels]; each thread sums W * dz over filters and taps for its cell and 4 channels, then writes dx
+  // HINT: cell (ih, iw) needs dz at (ih + P - kh, iw + P - kw): stage conv rows from ih0 + P - (K - 1), so that it reads staged row th + K - 1 - kh and column tw + K - 1 - kw.
+  // HINT: dz is 0 outside [0, Hq Q) x [0, Wq Q) (the pool never reads the last rows and columns when Ho or Wo is odd) and wherever the window's argmax is another cell.
+}
+
+/// Block `block` of the backward kernel: the weight-gradient part first, then the input-gradient part.
+template <int K, int Q>
+__device__ void conv_block_backward_tile(const ConvBackwardArgs& a, int block, float* smem) {
+  if (block < a.weight_blocks)
+    conv_block_weight_gradient_tile<K, Q>(a, block, smem);
+  else
+    conv_block_input_gradient_tile<K, Q>(a, block - a.weight_blocks, smem);
+}
+
+}  // namespace course

@@ -1,0 +1,68 @@
+/// @file conv_block_forward.cu
+/// @brief Stage 08 (Task 8.1): the fused conv block forward kernel, its tiling and its launch.
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "08_fused/conv_block_forward.cuh"
+#include "08_fused/fused_kernels.hpp"
+#include "common/cuda_check.hpp"
+#include "common/not_implemented.hpp"
+
+namespace course {
+
+namespace {
+
+int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+void require(const void* p, const char* what, const char* function) {
+  if (p == nullptr) throw std::invalid_argument(std::string(function) + ": " + what + " is null");
+}
+
+}  // namespace
+
+/// One block of the forward pass per blockIdx.x.
+template <int K, int Q>
+__global__ void __launch_bounds__(kFusedThreads) conv_block_forward_kernel(ConvForwardArgs a) {
+  conv_block_forward_tile<K, Q>(a, static_cast<int>(blockIdx.x), fused_shared_memory());
+}
+
+ConvForwardArgs plan_conv_block_forward(const ConvBlockShape& s, int B, const float* x, const float* w,
+                                        const float* b, float* y, unsigned char* argmax, int target_blocks) {
+  if (B < 1) throw std::invalid_argument("plan_conv_block_forward: the batch size must be at least 1, got " + std::to_string(B));
+  require(x, "x", "plan_conv_block_forward");
+  require(w, "w", "plan_conv_block_forward");
+  require(b, "b", "plan_conv_block_forward");
+  require(y, "y", "plan_conv_block_forward");
+  if (s.Q > 1) require(argmax, "argmax", "plan_conv_block_forward");
+  ConvForwardArgs a{};
+  a.s = s;
+  a.B = B;
+  a.x = x;
+  a.w = w;
+  a.b = b;
+  a.y = y;
+  a.argmax = argmax;
+  // TODO(Task 8.1): cut the output y into blocks: a tile of at most kConvSlots positions per plane (tile_w at most 16 columns), as many images as fill the slots, kConvGroup filters per block, and the input channels staged in as few passes as kFusedSharedBudget allows
+  // HINT: halve the images per block while there are fewer than target_blocks blocks, so that small layers still spread over the GPU.
+  // HINT: shared memory per staged channel: images * (tile_h Q + K - 1) * (tile_w Q + K - 1) input cells plus K * K * kConvGroup weights.
+  throw course::NotImplemented("Task 8.1", "08_fused/conv_block_forward.cu", "docs/lessons/08_fused.md");
+  return a;
+}
+
+void conv_block_forward_gpu(const ConvForwardArgs& a, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(a.blocks)), block(kFusedThreads);
+  const std::size_t smem = static_cast<std::size_t>(a.smem_bytes);
+  switch (a.s.K * 10 + a.s.Q) {
+    case 11: conv_block_forward_kernel<1, 1><<<grid, block, smem, stream>>>(a); break;
+    case 12: conv_block_forward_kernel<1, 2><<<grid, block, smem, stream>>>(a); break;
+    case 31: conv_block_forward_kernel<3, 1><<<grid, block, smem, stream>>>(a); break;
+    case 32: conv_block_forward_kernel<3, 2><<<grid, block, smem, stream>>>(a); break;
+    case 51: conv_block_forward_kernel<5, 1><<<grid, block, smem, stream>>>(a); break;
+    case 52: conv_block_forward_kernel<5, 2><<<grid, block, smem, stream>>>(a); break;
+    default: throw std::invalid_argument("conv_block_forward_gpu: no kernel for " + describe(a.s));
+  }
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace course

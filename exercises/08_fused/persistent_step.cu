@@ -1,0 +1,124 @@
+/// @file persistent_step.cu
+/// @brief Stage 08 (Task 8.8): the whole training step as one persistent kernel, its phases apart by grid-wide barriers.
+///
+/// The CUDA graph removes the host from the step, but not the boundaries
+/// between kernels: each kernel of the graph starts only when the one before
+/// has finished on every multiprocessor and its blocks are retired, and the
+/// next kernel's blocks must then be scheduled, and its first loads wait on
+/// memory again. A persistent kernel launches once for the whole step with as
+/// many blocks as fit on the GPU at the same time, and runs every phase (the
+/// same device functions as the separate kernels) inside: a block takes the
+/// phase's virtual blocks blockIdx.x, blockIdx.x + gridDim.x, ..., then waits
+/// at a grid-wide barrier, cooperative_groups::this_grid().sync(), for every
+/// other block, so that the next phase reads what this one wrote.
+///
+/// A grid-wide barrier needs every block resident at once (a block waiting
+/// for one that cannot start would wait forever): hence a cooperative launch
+/// (cudaLaunchCooperativeKernel), which refuses a grid larger than the GPU
+/// holds, and a grid sized by the occupancy calculator. The price: every phase
+/// runs with the largest shared memory and register count of all phases, and
+/// with no more blocks than fit at once.
+#include <cooperative_groups.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "08_fused/conv_block_backward.cuh"
+#include "08_fused/conv_block_forward.cuh"
+#include "08_fused/dense_fused.cuh"
+#include "08_fused/fused_kernels.hpp"
+#include "08_fused/sgd_multi_tensor.cuh"
+#include "08_fused/softmax_xent.cuh"
+#include "common/cuda_check.hpp"
+#include "common/not_implemented.hpp"
+
+namespace course {
+
+namespace {
+
+/// x[r] = images[order[*step * batch + r]] for the batch's B rows, one value per thread (stage 06's gather).
+__device__ inline void gather_rows(const GatherArgs& a, int block) {
+  const long long i = static_cast<long long>(block) * blockDim.x + threadIdx.x;
+  if (i >= a.B * a.D) return;
+  const long long r = i / a.D, d = i % a.D;
+  const long long e = a.order[static_cast<long long>(*a.step) * a.batch + r];
+  a.x[i] = a.images[e * a.D + d];
+  if (d == 0) a.y[r] = a.labels[e];
+}
+
+/// The conv kernels' K and Q, as template arguments.
+template <template <int, int> class Call, typename Args>
+__device__ inline void with_conv_shape(const Args& a, int block, float* smem) {
+  switch (a.s.K * 10 + a.s.Q) {
+    case 11: Call<1, 1>::run(a, block, smem); break;
+    case 12: Call<1, 2>::run(a, block, smem); break;
+    case 31: Call<3, 1>::run(a, block, smem); break;
+    case 32: Call<3, 2>::run(a, block, smem); break;
+    case 51: Call<5, 1>::run(a, block, smem); break;
+    case 52: Call<5, 2>::run(a, block, smem); break;
+    default: break;  // make_conv_block_shape() admits no other shape
+  }
+}
+template <int K, int Q>
+struct ConvForwardCall {
+  __device__ static void run(const ConvForwardArgs& a, int block, float* smem) { conv_block_forward_tile<K, Q>(a, block, smem); }
+};
+template <int K, int Q>
+struct ConvBackwardCall {
+  __device__ static void run(const ConvBackwardArgs& a, int block, float* smem) { conv_block_backward_tile<K, Q>(a, block, smem); }
+};
+
+__device__ inline int blocks_of(const FusedPhase& p) {
+  switch (p.kind) {
+    case PhaseKind::Gather: return p.gather.blocks;
+    case PhaseKind::ConvForward: return p.conv_forward.blocks;
+    case PhaseKind::ConvBackward: return p.conv_backward.weight_blocks + p.conv_backward.input_blocks;
+    case PhaseKind::DenseForward: return p.dense_forward.blocks;
+    case PhaseKind::DenseBackward: return p.dense_backward.weight_blocks + p.dense_backward.input_blocks;
+    case PhaseKind::Head: return p.head.blocks;
+    case PhaseKind::Sgd: return p.sgd.blocks;
+  }
+  return 0;
+}
+
+/// Virtual block `block` of phase p.
+__device__ inline void run_phase(const FusedPhase& p, int block, float* smem) {
+  switch (p.kind) {
+    case PhaseKind::Gather: gather_rows(p.gather, block); break;
+    case PhaseKind::ConvForward: with_conv_shape<ConvForwardCall>(p.conv_forward, block, smem); break;
+    case PhaseKind::ConvBackward: with_conv_shape<ConvBackwardCall>(p.conv_backward, block, smem); break;
+    case PhaseKind::DenseForward: dense_forward_tile(p.dense_forward, block, smem); break;
+    case PhaseKind::DenseBackward: dense_backward_tile(p.dense_backward, block, smem); break;
+    case PhaseKind::Head: softmax_head_rows(p.head, block, smem); break;
+    case PhaseKind::Sgd: sgd_multi_tensor_block(p.sgd, block); break;
+  }
+}
+
+}  // namespace
+
+/// The whole step: `count` phases, each finished by every block before any block starts the next.
+__global__ void __launch_bounds__(kFusedThreads) persistent_step_kernel(const FusedPhase* phases, int count) {
+  // TODO(Task 8.8): for each phase: copy it to shared memory (one thread), run its virtual blocks blockIdx.x, blockIdx.x + gridDim.x, ... (a __syncthreads() between two, which reuse the shared memory), then wait at the grid-wide barrier
+  // HINT: cooperative_groups::this_grid().sync(); every thread of every block must reach it, as many times as there are phases.
+}
+
+int persistent_grid_blocks(int smem_bytes) {
+  int device = 0, cooperative = 0, sms = 0, per_sm = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+  if (!cooperative) return 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, persistent_step_kernel, kFusedThreads,
+                                                           static_cast<std::size_t>(smem_bytes)));
+  return per_sm * sms;
+}
+
+void persistent_step_gpu(const FusedPhase* phases, int count, int grid, int smem_bytes, cudaStream_t stream) {
+  if (phases == nullptr || count < 1 || grid < 1)
+    throw std::invalid_argument("persistent_step_gpu: " + std::to_string(count) + " phases on " +
+                                std::to_string(grid) + " blocks: nothing to run");
+  // TODO(Task 8.8): launch persistent_step_kernel cooperatively (cudaLaunchCooperativeKernel) with `grid` blocks of kFusedThreads and smem_bytes of dynamic shared memory, after checking that the GPU holds that many blocks at once
+  throw course::NotImplemented("Task 8.8", "08_fused/persistent_step.cu", "docs/lessons/08_fused.md");
+}
+
+}  // namespace course

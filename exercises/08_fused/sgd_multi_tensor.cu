@@ -1,0 +1,43 @@
+/// @file sgd_multi_tensor.cu
+/// @brief Stage 08 (Task 8.7): the multi-tensor SGD kernel, its blocks and its launch.
+#include <stdexcept>
+#include <string>
+
+#include "08_fused/fused_kernels.hpp"
+#include "08_fused/sgd_multi_tensor.cuh"
+#include "common/cuda_check.hpp"
+#include "common/not_implemented.hpp"
+
+namespace course {
+
+/// One block of the update per blockIdx.x.
+__global__ void __launch_bounds__(kFusedThreads) sgd_multi_tensor_kernel(SgdArgs a) {
+  sgd_multi_tensor_block(a, static_cast<int>(blockIdx.x));
+}
+
+SgdArgs plan_sgd_multi_tensor(float* params, float* velocity, const SgdTensor* tensors, int tensor_count,
+                              long long total, const float* hyper, int* step) {
+  if (total < 1 || tensor_count < 1)
+    throw std::invalid_argument("plan_sgd_multi_tensor: nothing to update (" + std::to_string(tensor_count) +
+                                " tensors, " + std::to_string(total) + " parameters)");
+  if (params == nullptr || velocity == nullptr || tensors == nullptr || hyper == nullptr)
+    throw std::invalid_argument("plan_sgd_multi_tensor: params, velocity, tensors and hyper must not be null");
+  SgdArgs a{};
+  a.params = params;
+  a.velocity = velocity;
+  a.tensors = tensors;
+  a.tensor_count = tensor_count;
+  a.total = total;
+  a.hyper = hyper;
+  a.step = step;
+  // TODO(Task 8.7): one thread per parameter
+  throw course::NotImplemented("Task 8.7", "08_fused/sgd_multi_tensor.cu", "docs/lessons/08_fused.md");
+  return a;
+}
+
+void sgd_multi_tensor_gpu(const SgdArgs& a, cudaStream_t stream) {
+  sgd_multi_tensor_kernel<<<a.blocks, kFusedThreads, 0, stream>>>(a);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace course

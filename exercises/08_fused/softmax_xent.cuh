@@ -1,0 +1,33 @@
+/// @file softmax_xent.cuh
+/// @brief Stage 08 (Task 8.6, device): the last dense layer and softmax cross-entropy, forward and backward, in one kernel.
+///
+/// The logits of one example are K numbers (K = 10): too few for a kernel of
+/// their own, and the loss needs all K of a row at once. So one warp takes one
+/// example from its input row to its gradient:
+///
+///     z_k = b_k + sum_i x_i W_ki             lanes split the sum over i; the warp adds their parts (__shfl_xor_sync)
+///     L = log sum_k e^(z_k - m) - (z_y - m)  m = max_k z_k; the first arg-max is the prediction
+///     dz_k = (e^(z_k - m) / sum_j e^(z_j - m) - [k = y]) / B
+///     dx_i = sum_k dz_k W_ki                 the gradient the layer below receives
+///
+/// (mean squared error instead: L = sum_k (z_k - [k = y])^2 / K, dz_k = 2 (z_k - [k = y]) / (B K),
+/// stage 04's formulas). The block's kHeadRows examples then give one slice of
+/// the weight and bias gradients, dW_ki = sum over its rows of dz_k x_i, which
+/// the update adds with the other blocks' (Task 8.7). The loss and the correct
+/// count are added to two device counters with atomics (in double, and as an
+/// integer): the order of those additions may change from run to run, which
+/// moves the reported loss in its last bits but never the training, which does
+/// not read it.
+#pragma once
+
+#include "08_fused/fused_common.cuh"
+
+namespace course {
+
+/// The head's block `block` of a.blocks: examples [block kHeadRows, (block + 1) kHeadRows).
+__device__ inline void softmax_head_rows(const HeadArgs& a, int block, float* smem) {
+  // TODO(Task 8.6): one warp per example: its K logits (lanes split each dot product, a shuffle tree adds them), then on lane 0 the arg-max, the loss and, when training, dz = dL/dz into shared memory; then dx = dz W for each row, and this block's slice of dW and db summed over its rows
+  // HINT: rows past B must still reach __syncthreads(); give them dz = 0, so that the block's sums need no test.
+}
+
+}  // namespace course

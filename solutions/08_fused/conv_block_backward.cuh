@@ -1,0 +1,222 @@
+/// @file conv_block_backward.cuh
+/// @brief Stage 08 (Tasks 8.2 and 8.3, device): the conv block's backward chain in one kernel of two parts.
+///
+/// Stages 05 and 06 run a conv block backward as a chain of kernels: pool
+/// backward writes dL/da over the whole conv output, the activation's backward
+/// multiplies it by act'(z) into dL/dz, and then three kernels read dL/dz: the
+/// bias gradient, the weight gradient and the input gradient. Here dL/dz is
+/// never written. Each part rebuilds the values it needs from the block's
+/// output gradient dy, its output y and the arg-max (ConvBackwardArgs), and the
+/// pool's routing makes that cheap: of the Q x Q conv outputs under a window,
+/// only the arg-max has a gradient.
+///
+/// **Weight and bias gradients** (Task 8.2). For each pooled output (qh, qw)
+/// the one conv output with a gradient is (qh Q + dh, qw Q + dw), (dh, dw) its
+/// argmax, with the gradient g = dy act'(y). So the sums run over the pooled
+/// outputs, Q^2 times fewer terms than over the conv outputs:
+///
+///     dW[f][c][kh][kw] = sum over n, qh, qw of g[n][f][qh][qw] * x[n][c][qh Q + dh - P + kh][qw Q + dw - P + kw]
+///     db[f]            = sum over n, qh, qw of g[n][f][qh][qw]
+///
+/// Both sums run over the whole batch: a reduction across the blocks of the
+/// grid, the one thing here that one block cannot finish. Each block sums the
+/// examples of its slice, in a fixed order, and writes a partial sum; the
+/// update (Task 8.7) adds the slices. Within a block each thread owns up to
+/// kMaxWeightsPerThread weights and, for every example, reads per pooled
+/// output its g and the offset of the winning cell (staged once per filter),
+/// and the input cell under its tap.
+///
+/// **Input gradient** (Task 8.3). The full convolution of dL/dz with the
+/// flipped kernel, stage 02's formula at stride 1:
+///
+///     dx[n][c][ih][iw] = sum over f, kh, kw of W[f][c][kh][kw] * dz[n][f][ih + P - kh][iw + P - kw]
+///
+/// A block stages the tile of dz its cells need, (tile + K - 1)^2 per filter,
+/// rebuilt from dy, y and argmax (0 away from the window maxima and past the
+/// pooled rows and columns), and the weights [filter][tap][16 channels]; each
+/// thread sums one cell for 4 channels. No sum crosses blocks here.
+///
+/// The two parts share nothing but their inputs, so one launch runs both:
+/// blocks [0, weight_blocks) the first, the rest the second.
+#pragma once
+
+#include "08_fused/fused_common.cuh"
+
+namespace course {
+
+/// Weight-gradient block `block` of a.weight_blocks: partial sums of dW and db over its slice of examples.
+template <int K, int Q>
+__device__ void conv_block_weight_gradient_tile(const ConvBackwardArgs& a, int block, float* smem) {
+  // BEGIN Task 8.2 (device): for each example of the block's slice, stage the padded input planes of its channels, and g = dy act'(y) with the padded-plane offset of each window's winning cell for its filters; each thread adds g * x over the pooled outputs for each of its weights; write the partial sums (and, in channel group 0, the bias sums) to the block's slice
+  // HINT: stage x zero-padded, [channel][H + 2P][W + 2P]: the input cell of tap (kh, kw) for the conv output (oh, ow) is then at offset (oh + kh) (W + 2P) + ow + kw of its plane, with no bounds test.
+  // HINT: thread t owns weights t, t + blockDim.x, ... of the block, numbered (filter, channel, kh, kw) with kw fastest; precompute each weight's plane offset kh (W + 2P) + kw + channel * plane.
+  const ConvBlockShape& s = a.s;
+  constexpr int kTaps = K * K;
+  const int chan_group = block % a.wg_chan_groups;
+  const int filter_group = block / a.wg_chan_groups % a.wg_filter_groups;
+  const int slice = block / (a.wg_chan_groups * a.wg_filter_groups);
+  const int c0 = chan_group * a.wg_chans, nc = min(a.wg_chans, s.C - c0);
+  const int f0 = filter_group * a.wg_filters, nf = min(a.wg_filters, s.F - f0);
+  const int n0 = slice * a.wg_images, ni = min(a.wg_images, a.B - n0);
+  const int Hp = s.H + 2 * s.P, Wp = s.W + 2 * s.P, plane = Hp * Wp;
+  const int cells = s.Hq * s.Wq;  // pooled outputs per plane: the terms of the sums, per example
+
+  // Shared memory: x [wg_chans][Hp][Wp], zero-padded; g [wg_filters][cells]; offset [wg_filters][cells].
+  float* xs = smem;
+  float* gs = xs + round_up_to_4(a.wg_chans * plane);
+  int* offset = reinterpret_cast<int*>(gs + round_up_to_4(a.wg_filters * cells));
+
+  // This thread's weights: (fl, cl, kh, kw) of the block, where each lies in the staged arrays.
+  const int weights = nf * nc * kTaps;
+  int x_at[kMaxWeightsPerThread], g_at[kMaxWeightsPerThread];
+  float acc[kMaxWeightsPerThread];
+#pragma unroll
+  for (int m = 0; m < kMaxWeightsPerThread; ++m) {
+    const int j = static_cast<int>(threadIdx.x) + m * static_cast<int>(blockDim.x);
+    const int fl = j / (nc * kTaps), cl = j / kTaps % nc, tap = j % kTaps;
+    x_at[m] = cl * plane + tap / K * Wp + tap % K;
+    g_at[m] = fl * cells;
+    acc[m] = 0.f;
+  }
+  float bias_acc = 0.f;
+
+  for (int im = 0; im < ni; ++im) {
+    const int n = n0 + im;
+    __syncthreads();  // the previous example's stage has been read
+    for (int i = threadIdx.x; i < nc * plane; i += blockDim.x) {
+      const int cl = i / plane, ih = i % plane / Wp - s.P, iw = i % Wp - s.P;
+      xs[i] = ih >= 0 && ih < s.H && iw >= 0 && iw < s.W
+                  ? a.x[((static_cast<long>(n) * s.C + c0 + cl) * s.H + ih) * s.W + iw]
+                  : 0.f;
+    }
+    for (int i = threadIdx.x; i < nf * cells; i += blockDim.x) {
+      const int fl = i / cells, qh = i % cells / s.Wq, qw = i % s.Wq;
+      const long o = ((static_cast<long>(n) * s.F + f0 + fl) * s.Hq + qh) * s.Wq + qw;
+      const int win = Q > 1 ? a.argmax[o] : 0;
+      gs[i] = a.dy[o] * fused_slope(s.act, a.y[o]);
+      offset[i] = (qh * Q + win / Q) * Wp + qw * Q + win % Q;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int m = 0; m < kMaxWeightsPerThread; ++m) {
+      if (static_cast<int>(threadIdx.x) + m * static_cast<int>(blockDim.x) < weights) {
+        const float* g = gs + g_at[m];
+        const int* at = offset + g_at[m];
+        const float* xw = xs + x_at[m];
+        float sum = acc[m];
+#pragma unroll 4
+        for (int p = 0; p < cells; ++p) sum += g[p] * xw[at[p]];
+        acc[m] = sum;
+      }
+    }
+    if (chan_group == 0 && static_cast<int>(threadIdx.x) < nf)
+      for (int p = 0; p < cells; ++p) bias_acc += gs[threadIdx.x * cells + p];
+  }
+
+  const long slice_weights = static_cast<long>(s.F) * s.C * kTaps;
+#pragma unroll
+  for (int m = 0; m < kMaxWeightsPerThread; ++m) {
+    const int j = static_cast<int>(threadIdx.x) + m * static_cast<int>(blockDim.x);
+    if (j < weights) {
+      const int fl = j / (nc * kTaps), cl = j / kTaps % nc, tap = j % kTaps;
+      a.dw_partials[slice * slice_weights + (static_cast<long>(f0 + fl) * s.C + c0 + cl) * kTaps + tap] = acc[m];
+    }
+  }
+  if (chan_group == 0 && static_cast<int>(threadIdx.x) < nf)
+    a.db_partials[static_cast<long>(slice) * s.F + f0 + threadIdx.x] = bias_acc;
+  // END Task 8.2
+}
+
+/// Input-gradient block `block` of a.input_blocks: one tile of dx for kConvGroup channels.
+template <int K, int Q>
+__device__ void conv_block_input_gradient_tile(const ConvBackwardArgs& a, int block, float* smem) {
+  // BEGIN Task 8.3 (device): stage, ig_filters filters at a time, the tile of dz = dL/dz the block's cells need (rebuilt from dy, y and argmax) and the weights [filter][tap][16 channels]; each thread sums W * dz over filters and taps for its cell and 4 channels, then writes dx
+  // HINT: cell (ih, iw) needs dz at (ih + P - kh, iw + P - kw): stage conv rows from ih0 + P - (K - 1), so that it reads staged row th + K - 1 - kh and column tw + K - 1 - kw.
+  // HINT: dz is 0 outside [0, Hq Q) x [0, Wq Q) (the pool never reads the last rows and columns when Ho or Wo is odd) and wherever the window's argmax is another cell.
+  const ConvBlockShape& s = a.s;
+  constexpr int kTaps = K * K;
+  const int tiles = a.ig_tiles_h * a.ig_tiles_w;
+  const int tile = block % tiles;
+  const int chan_group = block / tiles % a.ig_chan_groups;
+  const int image_group = block / (tiles * a.ig_chan_groups);
+  const int ih0 = tile / a.ig_tiles_w * a.ig_tile_h, iw0 = tile % a.ig_tiles_w * a.ig_tile_w;
+  const int n0 = image_group * a.ig_images, c0 = chan_group * kConvGroup;
+
+  // This thread: one cell (image, th, tw) of the tile, channels c0 + 4 quad .. c0 + 4 quad + 3.
+  const int slot = static_cast<int>(threadIdx.x) % kConvSlots, quad = static_cast<int>(threadIdx.x) / kConvSlots;
+  const int per_image = a.ig_tile_h * a.ig_tile_w;
+  const int image = slot / per_image, th = slot % per_image / a.ig_tile_w, tw = slot % a.ig_tile_w;
+  const int n = n0 + image, ih = ih0 + th, iw = iw0 + tw;
+  const bool active = image < a.ig_images && n < a.B && ih < s.H && iw < s.W;
+  const int staged_image = min(image, a.ig_images - 1);
+
+  // Shared memory: dz [ig_images][ig_filters][DH][DW], then the weights [ig_filters][K*K][kConvGroup].
+  const int DH = a.ig_tile_h + K - 1, DW = a.ig_tile_w + K - 1;
+  float* dzs = smem;
+  float* ws = smem + round_up_to_4(a.ig_images * a.ig_filters * DH * DW);
+  const int oh0 = ih0 + s.P - (K - 1), ow0 = iw0 + s.P - (K - 1);  // conv output of the staged dz's (0, 0)
+  const int rows = s.Hq * Q, cols = s.Wq * Q;                        // the conv outputs the pool reads
+
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  for (int f0 = 0; f0 < s.F; f0 += a.ig_filters) {
+    const int nf = min(a.ig_filters, s.F - f0);
+    __syncthreads();  // every thread is done with the previous stage
+    for (int i = threadIdx.x; i < a.ig_images * nf * DH * DW; i += blockDim.x) {
+      const int col = i % DW, row = i / DW % DH, fl = i / (DW * DH) % nf, im = i / (DW * DH * nf);
+      const int nn = n0 + im, oh = oh0 + row, ow = ow0 + col;
+      float v = 0.f;
+      if (nn < a.B && oh >= 0 && oh < rows && ow >= 0 && ow < cols) {
+        const int qh = oh / Q, qw = ow / Q;
+        const long o = ((static_cast<long>(nn) * s.F + f0 + fl) * s.Hq + qh) * s.Wq + qw;
+        if (Q == 1 || a.argmax[o] == (oh - qh * Q) * Q + (ow - qw * Q)) v = a.dy[o] * fused_slope(s.act, a.y[o]);
+      }
+      dzs[((im * a.ig_filters + fl) * DH + row) * DW + col] = v;
+    }
+    for (int i = threadIdx.x; i < nf * kTaps * kConvGroup; i += blockDim.x) {
+      const int cl = i % kConvGroup, tap = i / kConvGroup % kTaps, fl = i / (kConvGroup * kTaps);
+      const int c = c0 + cl;
+      ws[i] = c < s.C ? a.w[(static_cast<long>(f0 + fl) * s.C + c) * kTaps + tap] : 0.f;
+    }
+    __syncthreads();
+
+    const float* dz = dzs + staged_image * a.ig_filters * DH * DW + th * DW + tw;  // this cell's window (0, 0)
+    for (int fl = 0; fl < nf; ++fl) {
+      const float* dz_f = dz + fl * DH * DW;
+      const float4* w_f = reinterpret_cast<const float4*>(ws + fl * kTaps * kConvGroup) + quad;
+#pragma unroll
+      for (int kh = 0; kh < K; ++kh) {
+        float r[K];  // staged row th + K - 1 - kh, columns tw .. tw + K - 1
+#pragma unroll
+        for (int j = 0; j < K; ++j) r[j] = dz_f[(K - 1 - kh) * DW + j];
+#pragma unroll
+        for (int kw = 0; kw < K; ++kw) {
+          const float v = r[K - 1 - kw];
+          const float4 wv = w_f[(kh * K + kw) * (kConvGroup / 4)];
+          acc[0] += v * wv.x;
+          acc[1] += v * wv.y;
+          acc[2] += v * wv.z;
+          acc[3] += v * wv.w;
+        }
+      }
+    }
+  }
+
+  if (!active) return;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int c = c0 + quad * 4 + j;
+    if (c < s.C) a.dx[((static_cast<long>(n) * s.C + c) * s.H + ih) * s.W + iw] = acc[j];
+  }
+  // END Task 8.3
+}
+
+/// Block `block` of the backward kernel: the weight-gradient part first, then the input-gradient part.
+template <int K, int Q>
+__device__ void conv_block_backward_tile(const ConvBackwardArgs& a, int block, float* smem) {
+  if (block < a.weight_blocks)
+    conv_block_weight_gradient_tile<K, Q>(a, block, smem);
+  else
+    conv_block_input_gradient_tile<K, Q>(a, block - a.weight_blocks, smem);
+}
+
+}  // namespace course

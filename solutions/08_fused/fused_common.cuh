@@ -1,0 +1,77 @@
+/// @file fused_common.cuh
+/// @brief Stage 08: what the fused kernels share on the device: the epilogue's activations and their slopes.
+///
+/// A fused kernel applies the activation in its epilogue, where the sum leaves
+/// its registers, and the backward kernels need its slope act'(z). Every
+/// activation of the course has a slope that can be written with the output
+/// a = act(z) alone:
+///
+///     relu      a > 0 ? 1 : 0                 (a > 0 exactly when z > 0)
+///     leaky     a > 0 ? 1 : 0.01              (the same sign as z)
+///     sigmoid   a (1 - a)
+///     tanh      1 - a^2
+///     softplus  sigmoid(z) = 1 - e^(-a)       (since e^a = 1 + e^z), computed as -expm1(-a)
+///
+/// So a fused layer keeps only its output, never its pre-activation z: one
+/// tensor fewer to write in the forward pass and to read in the backward pass.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "01_fc_softmax/activations.hpp"
+#include "08_fused/fused_kernels.hpp"
+
+namespace course {
+
+/// act(z), stage 01's formulas in float.
+__device__ __forceinline__ float fused_activate(FusedAct act, float z) {
+  switch (act) {
+    case FusedAct::ReLU: return z > 0.f ? z : 0.f;
+    case FusedAct::LeakyReLU: return z > 0.f ? z : static_cast<float>(kLeakySlope) * z;
+    case FusedAct::Sigmoid: return 1.f / (1.f + expf(-z));
+    case FusedAct::Tanh: return tanhf(z);
+    case FusedAct::Softplus: return fmaxf(z, 0.f) + log1pf(expf(-fabsf(z)));
+    case FusedAct::None: break;
+  }
+  return z;
+}
+
+/// act'(z), from a = act(z) (the table above).
+__device__ __forceinline__ float fused_slope(FusedAct act, float a) {
+  switch (act) {
+    case FusedAct::ReLU: return a > 0.f ? 1.f : 0.f;
+    case FusedAct::LeakyReLU: return a > 0.f ? 1.f : static_cast<float>(kLeakySlope);
+    case FusedAct::Sigmoid: return a * (1.f - a);
+    case FusedAct::Tanh: return 1.f - a * a;
+    case FusedAct::Softplus: return -expm1f(-a);
+    case FusedAct::None: break;
+  }
+  return 1.f;
+}
+
+/// n rounded up to a multiple of 4: shared-memory arrays placed one after another
+/// start on 16-byte boundaries, so that float4 loads from the next one are aligned.
+__host__ __device__ __forceinline__ int round_up_to_4(int n) { return (n + 3) / 4 * 4; }
+
+/// Blocks of phase p (for a backward kernel, both parts): what a launch of the phase's
+/// kernel runs, and what the persistent kernel's blocks share out.
+__host__ __device__ inline int fused_phase_blocks(const FusedPhase& p) {
+  switch (p.kind) {
+    case PhaseKind::Gather: return p.gather.blocks;
+    case PhaseKind::ConvForward: return p.conv_forward.blocks;
+    case PhaseKind::ConvBackward: return p.conv_backward.weight_blocks + p.conv_backward.input_blocks;
+    case PhaseKind::DenseForward: return p.dense_forward.blocks;
+    case PhaseKind::DenseBackward: return p.dense_backward.weight_blocks + p.dense_backward.input_blocks;
+    case PhaseKind::Head: return p.head.blocks;
+    case PhaseKind::Sgd: return p.sgd.blocks;
+  }
+  return 0;
+}
+
+/// The block's dynamic shared memory as floats, 16-byte aligned.
+__device__ __forceinline__ float* fused_shared_memory() {
+  extern __shared__ float4 fused_smem[];
+  return reinterpret_cast<float*>(fused_smem);
+}
+
+}  // namespace course

@@ -1,0 +1,242 @@
+/// @file fused_plan.cpp
+/// @brief Stage 08: cutting a spec into fused kernels, and the traffic of a step (glue, not a task).
+#include "08_fused/fused_plan.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "01_fc_softmax/network.hpp"
+#include "02_conv_pool/cnn.hpp"
+
+namespace course {
+
+namespace {
+
+// "stage 08 cannot run layer 3 'pool2' of conv8k3p1,pool2,...: <why> (stages 05 and 06 run any spec)"
+[[noreturn]] void refuse(const Arch& arch, std::size_t i, const std::string& why) {
+  throw std::invalid_argument("stage 08 cannot fuse layer " + std::to_string(i + 1) + " '" +
+                              arch.layers[i].token() + "' of " + arch.spec() + ": " + why +
+                              " (stage 08 fuses conv (stride 1, 1x1, 3x3 or 5x5) + activation + max-pool 2, and "
+                              "dense + activation; stages 05 and 06 run any spec)");
+}
+
+long long floats(long long n) { return 4 * n; }
+
+}  // namespace
+
+std::vector<FusedLayer> plan_fused_layers(const Arch& arch, Shape3 input, int classes) {
+  // Stage 01's Network (with stage 02's layers) names the layers and lays out the
+  // parameters as every stage's model files do; it is built here for that alone.
+  Network<float> net(arch, input, classes, make_cnn_layer<float>);
+  const auto& layers = net.layers();
+  std::vector<std::size_t> weight_at(layers.size(), 0);
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    weight_at[i] = offset;
+    for (Param<float>* p : layers[i]->params()) offset += p->value.size();
+  }
+
+  std::vector<FusedLayer> out;
+  Shape3 in = input;
+  const std::size_t L = arch.layers.size();
+  for (std::size_t i = 0; i < L;) {
+    const LayerSpec& spec = arch.layers[i];
+    FusedLayer f;
+    f.in = in;
+    f.name = layers[i]->name();
+    f.tokens = spec.token();
+    std::size_t next = i + 1;
+    auto take = [&](std::size_t j) {  // layer j joins the kernel
+      f.name += "+" + layers[j]->name();
+      f.tokens += "," + arch.layers[j].token();
+      next = j + 1;
+    };
+    switch (spec.kind) {
+      case LayerKind::Flatten:  // a view: the next layer reads the same bytes
+        in = layers[i]->out_shape();
+        i = next;
+        continue;
+      case LayerKind::Activation:
+        refuse(arch, i, "an activation must follow a conv or dense layer, which applies it in its epilogue");
+      case LayerKind::MaxPool:
+        refuse(arch, i, "a max-pool must follow a conv layer (and its activation), which pools in its epilogue");
+      case LayerKind::Conv: {
+        if (spec.stride != 1) refuse(arch, i, "its stride is " + std::to_string(spec.stride) + ", not 1");
+        if (spec.kernel != 1 && spec.kernel != 3 && spec.kernel != 5)
+          refuse(arch, i, "its kernel is " + std::to_string(spec.kernel) + "x" + std::to_string(spec.kernel));
+        FusedAct act = FusedAct::None;
+        int Q = 1;
+        if (next < L && arch.layers[next].kind == LayerKind::Activation) {
+          act = fused_act(arch.layers[next].act);
+          take(next);
+        }
+        if (next < L && arch.layers[next].kind == LayerKind::MaxPool) {
+          const LayerSpec& pool = arch.layers[next];
+          if (pool.kernel != pool.stride || pool.pad != 0 || pool.kernel > 2)
+            refuse(arch, next, "the fused conv block pools 2x2 windows with stride 2 and no padding");
+          Q = pool.kernel;
+          take(next);
+        }
+        f.kind = FusedLayer::Kind::ConvBlock;
+        f.conv = make_conv_block_shape(in.c, in.h, in.w, spec.units, spec.kernel, spec.pad, Q, act);
+        break;
+      }
+      case LayerKind::Dense:
+        if (i + 1 == L) {
+          f.kind = FusedLayer::Kind::Head;
+          f.name += "+loss";
+        } else {
+          f.kind = FusedLayer::Kind::Dense;
+          if (arch.layers[next].kind == LayerKind::Activation) {
+            f.act = fused_act(arch.layers[next].act);
+            take(next);
+          }
+        }
+        break;
+    }
+    const auto params = layers[i]->params();  // weight, then bias
+    f.weight = weight_at[i];
+    f.weight_count = params[0]->value.size();
+    f.bias = f.weight + f.weight_count;
+    f.bias_count = params[1]->value.size();
+    f.out = layers[next - 1]->out_shape();
+    in = f.out;
+    out.push_back(f);
+    i = next;
+  }
+  return out;
+}
+
+KernelTraffic phase_traffic(const FusedPhase& p) {
+  KernelTraffic t;
+  switch (p.kind) {
+    case PhaseKind::Gather: {
+      const GatherArgs& a = p.gather;
+      t.kernel = "batch gather";
+      t.bytes_read = floats(a.B * a.D) + 4LL * 2 * a.B;  // images, labels, order
+      t.bytes_written = floats(a.B * a.D) + 4LL * a.B;
+      break;
+    }
+    case PhaseKind::ConvForward: {
+      const ConvForwardArgs& a = p.conv_forward;
+      const ConvBlockShape& s = a.s;
+      const long long out = static_cast<long long>(a.B) * s.F * s.Hq * s.Wq;
+      t.kernel = "conv block forward";
+      t.bytes_read = floats(static_cast<long long>(a.B) * s.C * s.H * s.W + s.F * s.C * s.K * s.K + s.F);
+      t.bytes_written = floats(out) + (s.Q > 1 ? out : 0);
+      break;
+    }
+    case PhaseKind::ConvBackward: {
+      const ConvBackwardArgs& a = p.conv_backward;
+      const ConvBlockShape& s = a.s;
+      const long long out = static_cast<long long>(a.B) * s.F * s.Hq * s.Wq;
+      const long long x = static_cast<long long>(a.B) * s.C * s.H * s.W;
+      t.kernel = "conv block backward";
+      t.bytes_read = floats(2 * out) + (s.Q > 1 ? out : 0);  // dy, y, argmax
+      if (a.weight_blocks > 0) {
+        t.bytes_read += floats(x);
+        t.bytes_written += floats(static_cast<long long>(a.wg_slices) * (s.F * s.C * s.K * s.K + s.F));
+      }
+      if (a.input_blocks > 0) {
+        t.bytes_read += floats(static_cast<long long>(s.F) * s.C * s.K * s.K);
+        t.bytes_written += floats(x);
+      }
+      break;
+    }
+    case PhaseKind::DenseForward: {
+      const DenseForwardArgs& a = p.dense_forward;
+      const long long y = static_cast<long long>(a.B) * a.OUT;
+      t.kernel = "dense forward";
+      t.bytes_read = floats(static_cast<long long>(a.B) * a.IN + static_cast<long long>(a.OUT) * a.IN + a.OUT);
+      t.bytes_written = floats(y);
+      if (a.k_slices > 1) {  // the partial sums, written by every block and read by the last
+        t.bytes_written += floats(a.k_slices * y);
+        t.bytes_read += floats(a.k_slices * y);
+      }
+      break;
+    }
+    case PhaseKind::DenseBackward: {
+      const DenseBackwardArgs& a = p.dense_backward;
+      t.kernel = "dense backward";
+      t.bytes_read = floats(static_cast<long long>(a.B) * a.IN + static_cast<long long>(a.OUT) * a.IN +
+                            2LL * a.B * a.OUT);
+      t.bytes_written = floats(static_cast<long long>(a.slices) * (static_cast<long long>(a.OUT) * a.IN + a.OUT));
+      if (a.input_blocks > 0) t.bytes_written += floats(static_cast<long long>(a.B) * a.IN);
+      break;
+    }
+    case PhaseKind::Head: {
+      const HeadArgs& a = p.head;
+      t.kernel = a.train ? "softmax head (forward and backward)" : "softmax head (forward)";
+      t.bytes_read = floats(static_cast<long long>(a.B) * a.IN + static_cast<long long>(a.K) * a.IN + a.K) + 4LL * a.B;
+      if (a.train) {
+        t.bytes_written = floats(static_cast<long long>(a.blocks) * (static_cast<long long>(a.K) * a.IN + a.K));
+        if (a.dx != nullptr) t.bytes_written += floats(static_cast<long long>(a.B) * a.IN);
+      }
+      if (a.predictions != nullptr) t.bytes_written += 4LL * a.B;
+      break;
+    }
+    case PhaseKind::Sgd: {
+      const SgdArgs& a = p.sgd;
+      t.kernel = "sgd update (multi-tensor)";
+      // The partial sums are read too: their count is in the table, which lives on the
+      // device; the engine adds them (FusedEngine::step_traffic).
+      t.bytes_read = floats(2 * a.total);
+      t.bytes_written = floats(2 * a.total);
+      break;
+    }
+  }
+  return t;
+}
+
+KernelTraffic layerwise_traffic(const Arch& arch, Shape3 input, int classes, int B) {
+  KernelTraffic t;
+  t.kernel = "layer by layer";
+  const std::vector<Shape3> shapes = layer_shapes(arch, input, classes);
+  const long long b = B;
+  long long params = 0;
+  int kernels = 1;  // the gather
+  t.bytes_read = floats(b * input.size()) + 8 * b;
+  t.bytes_written = floats(b * input.size()) + 4 * b;
+  Shape3 in = input;
+  for (std::size_t i = 0; i < arch.layers.size(); ++i) {
+    const LayerSpec& l = arch.layers[i];
+    const Shape3 out = shapes[i];
+    const long long x = b * in.size(), y = b * out.size();
+    long long w = 0;
+    if (l.kind == LayerKind::Conv) w = static_cast<long long>(l.units) * in.c * l.kernel * l.kernel + l.units;
+    if (l.kind == LayerKind::Dense) w = in.size() * static_cast<long long>(l.units) + l.units;
+    params += w;
+    const bool first = i == 0;
+    switch (l.kind) {
+      case LayerKind::Flatten: break;  // a view in every GPU stage
+      case LayerKind::Conv:
+      case LayerKind::Dense:
+        // forward: x, W, b -> y; backward: dy, x, W -> dW, db (and dx but for the first layer)
+        kernels += 2;
+        t.bytes_read += floats(x + w) + floats(y + x + w);
+        t.bytes_written += floats(y) + floats(w + (first ? 0 : x));
+        break;
+      case LayerKind::Activation:
+        // forward: x -> y; backward: dy, x or y -> dx
+        kernels += first ? 1 : 2;
+        t.bytes_read += floats(x) + (first ? 0 : floats(2 * y));
+        t.bytes_written += floats(y) + (first ? 0 : floats(x));
+        break;
+      case LayerKind::MaxPool:
+        // forward: x -> y, argmax (int); backward: dy, argmax -> dx
+        kernels += first ? 1 : 2;
+        t.bytes_read += floats(x) + (first ? 0 : floats(2 * y));
+        t.bytes_written += floats(2 * y) + (first ? 0 : floats(x));
+        break;
+    }
+    in = out;
+  }
+  // the loss: logits and labels -> dlogits, and the update: w, g, v -> w, v
+  kernels += 2;
+  t.bytes_read += floats(2 * b * classes) + floats(3 * params);
+  t.bytes_written += floats(b * classes) + floats(2 * params);
+  t.launches = kernels;
+  return t;
+}
+
+}  // namespace course

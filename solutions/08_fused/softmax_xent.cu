@@ -1,0 +1,75 @@
+/// @file softmax_xent.cu
+/// @brief Stage 08 (Task 8.6): the softmax head kernel, its blocks and its launch.
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "08_fused/fused_kernels.hpp"
+#include "08_fused/softmax_xent.cuh"
+#include "common/cuda_check.hpp"
+#include "common/not_implemented.hpp"
+
+namespace course {
+
+namespace {
+
+void require(const void* p, const char* what) {
+  if (p == nullptr) throw std::invalid_argument(std::string("plan_softmax_head: ") + what + " is null");
+}
+
+}  // namespace
+
+/// One block of the head per blockIdx.x.
+__global__ void __launch_bounds__(kFusedThreads) softmax_head_kernel(HeadArgs a) {
+  softmax_head_rows(a, static_cast<int>(blockIdx.x), fused_shared_memory());
+}
+
+HeadArgs plan_softmax_head(int B, int IN, int K, FusedLoss loss, const float* x, const float* w, const float* b,
+                           const int* labels, double* loss_sum, unsigned long long* correct, int* predictions,
+                           bool train, float* dw_partials, float* db_partials, float* dx) {
+  if (B < 1 || IN < 1 || K < 1)
+    throw std::invalid_argument("plan_softmax_head: every size must be at least 1, got B " + std::to_string(B) +
+                                ", IN " + std::to_string(IN) + ", K " + std::to_string(K));
+  require(x, "x");
+  require(w, "w");
+  require(b, "b");
+  require(labels, "labels");
+  require(loss_sum, "loss_sum");
+  require(correct, "correct");
+  if (train) {
+    require(dw_partials, "dw_partials");
+    require(db_partials, "db_partials");
+  }
+  HeadArgs a{};
+  a.B = B;
+  a.IN = IN;
+  a.K = K;
+  a.loss = loss;
+  a.x = x;
+  a.w = w;
+  a.b = b;
+  a.labels = labels;
+  a.loss_sum = loss_sum;
+  a.correct = correct;
+  a.predictions = predictions;
+  a.train = train;
+  a.dw_partials = dw_partials;
+  a.db_partials = db_partials;
+  a.dx = dx;
+  // BEGIN Task 8.6: one block per kHeadRows examples (so dW has as many slices), with room in shared memory for the logits and dL/dz of its rows
+  a.blocks = (B + kHeadRows - 1) / kHeadRows;
+  a.smem_bytes = 4 * 2 * kHeadRows * K;
+  // END Task 8.6
+  if (a.smem_bytes > kFusedSharedBudget)
+    throw std::invalid_argument("plan_softmax_head: " + std::to_string(K) + " classes need " +
+                                std::to_string(a.smem_bytes) + " bytes of shared memory, more than " +
+                                std::to_string(kFusedSharedBudget));
+  return a;
+}
+
+void softmax_head_gpu(const HeadArgs& a, cudaStream_t stream) {
+  softmax_head_kernel<<<a.blocks, kFusedThreads, static_cast<std::size_t>(a.smem_bytes), stream>>>(a);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace course

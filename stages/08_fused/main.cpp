@@ -1,0 +1,64 @@
+// Stage 08 trainer: the training step in a few fused kernels of our own, replayed as one
+// CUDA graph (or run as one persistent kernel).
+//
+//   s08_train_solution --model cnn --epochs 15            (the graph on: the default)
+//   s08_train_solution --model cnn --verbose              (also the step's kernels and what each reads and writes)
+//   s08_train_solution --model cnn --graph off            (every kernel launched one by one)
+//   s08_train_solution --model cnn --persistent           (each step one cooperative launch of the persistent kernel)
+//   s08_train_solution --model cnn-deep --profile         (per fused layer GPU times; runs without the graph)
+//   s08_train_exercise --model mlp                        (your code, from exercises/)
+//
+// Stage 08 runs the specs its kernels fuse (solutions/08_fused/fused_plan.hpp): conv
+// (stride 1, 1x1, 3x3 or 5x5) + activation + max-pool 2, dense + activation, the last
+// dense layer with the loss. Any other spec is refused with the layer named (exit 2).
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "08_fused/fused_engine.hpp"
+#include "common/cuda_check.hpp"
+#include "common/trainer.hpp"
+
+int main(int argc, char** argv) {
+  const course::StageInfo stage{"08_fused", "Stage 08: the training step in a few fused kernels, in one CUDA graph"};
+  std::string graph = "on";
+  bool persistent = false;
+  const auto extra_options = [&](CLI::App& app) {
+    app.add_option("--graph", graph,
+                   "Replay each training step as one CUDA graph (on) or launch its kernels one by one (off); "
+                   "--profile and --persistent run without it")
+        ->check(CLI::IsMember({"on", "off"}))
+        ->capture_default_str();
+    app.add_flag("--persistent", persistent,
+                 "Run each training step as one persistent kernel (a cooperative launch, the phases apart by "
+                 "grid-wide barriers) instead of a graph of kernels");
+    // Checked once the command line is parsed (so --help works anywhere) and
+    // before the data is loaded: without a GPU there is nothing to wait for.
+    app.final_callback([] {
+      std::string why;
+      if (!course::gpu_available(&why)) throw course::GpuError("stage 08 trains on a CUDA GPU, and there is none: " + why);
+    });
+  };
+  return course::run_trainer(
+      argc, argv, stage,
+      [&](const course::EngineConfig& cfg) {
+        course::FusedOptions options;
+        options.graph = graph == "on";
+        options.persistent = persistent;
+        auto engine = std::make_unique<course::FusedEngine>(cfg, options);
+        std::cout << "fused step: " << engine->kernels_per_step() << " kernel" << (engine->kernels_per_step() == 1 ? "" : "s")
+                  << " per step, ";
+        if (engine->persistent_enabled())
+          std::cout << "one persistent kernel of " << engine->persistent_grid() << " blocks";
+        else if (engine->graph_enabled())
+          std::cout << "one CUDA graph replay per full batch";
+        else
+          std::cout << (cfg.profile ? "launched one by one (--profile times every kernel)" : "launched one by one");
+        std::cout << "\n";
+        if (cfg.verbose) std::cout << engine->step_table();
+        return engine;
+      },
+      extra_options);
+}

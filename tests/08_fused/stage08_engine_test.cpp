@@ -1,0 +1,267 @@
+// Stage 08 end to end: the fused engine trains like the CPU stages (20 steps of the
+// CNN land on stage 02's parameters), with the graph, without it and persistent the
+// same bits, every layer kind it fuses, the learning-rate schedule reaching the
+// captured step, profiles per fused layer, and its step's kernel table.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "01_fc_softmax/cpu_engine.hpp"
+#include "02_conv_pool/cnn.hpp"
+#include "08_fused/fused_engine.hpp"
+#include "cnn_comparison.hpp"
+#include "common/data.hpp"
+#include "s08_support.hpp"
+
+using namespace course;
+using namespace course::s08test;
+
+namespace {
+
+EngineConfig config(const std::string& spec, Shape3 input, int batch, double lr = 0.05,
+                    const std::string& loss = "cross-entropy") {
+  EngineConfig cfg;
+  cfg.arch = parse_arch(spec);
+  cfg.input = input;
+  cfg.classes = 10;
+  cfg.batch = batch;
+  cfg.lr = lr;
+  cfg.momentum = 0.9;
+  cfg.seed = 11;
+  cfg.loss = loss;
+  return cfg;
+}
+
+// Tolerance of a run of SGD steps, float on the GPU against float on the CPU: stage
+// 06's (tests/06_cudnn/stage06_engine_test.cpp), for the same reasons. Every step
+// differs by float rounding (~1e-7 relative: the GPU adds in other orders), which
+// the following steps carry along; a wrong gradient anywhere moves the parameters
+// by lr * gradient * steps, of order 1e-2, and the test checks that they moved that much.
+constexpr double kParamAtol = 5e-4, kParamRtol = 1e-3, kLossRtol = 1e-4;
+// Where 20 steps do not branch (tests/support/cnn_comparison.hpp): spread weights at lr 0.01.
+constexpr double kCnnLr = 0.01;
+
+std::vector<NamedTensor> spread_parameters(const EngineConfig& cfg, std::uint64_t seed) {
+  return testkit::spread_parameters(
+      initial_parameters(cfg.arch, cfg.input, cfg.classes, cfg.seed, make_cnn_layer<float>), seed);
+}
+
+void expect_same_bits(const std::vector<NamedTensor>& p, const std::vector<NamedTensor>& q, const std::string& context) {
+  ASSERT_EQ(p.size(), q.size()) << context;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    std::size_t differ = 0;
+    for (std::size_t k = 0; k < p[i].tensor.size(); ++k) differ += p[i].tensor.data[k] != q[i].tensor.data[k];
+    EXPECT_EQ(differ, 0u) << context << ", " << p[i].name << ": " << differ << " of " << p[i].tensor.size()
+                          << " values differ";
+  }
+}
+
+// One epoch on the fused engine and on stage 02's CPU engine from the same weights, in the same order.
+void expect_matches_cpu(const std::string& spec, Shape3 input, int batch, int examples, const std::string& loss,
+                        const FusedOptions& options, double lr, const std::vector<NamedTensor>& initial = {}) {
+  const std::string context = spec + " on " + input.str() + ", batch " + std::to_string(batch) + ", " + loss +
+                              (options.persistent ? ", persistent" : options.graph ? ", graph on" : ", graph off");
+  const Dataset train = make_synthetic(examples, input, 10, 5);
+  const Dataset test = make_synthetic(100, input, 10, 6);
+  const EngineConfig cfg = config(spec, input, batch, lr, loss);
+  FusedEngine gpu(cfg, options, initial);
+  const std::vector<NamedTensor> start = gpu.get_parameters();
+  const EpochStats got = gpu.train_epoch(train, 0, {});
+  std::vector<int> got_predictions;
+  const EpochStats got_test = gpu.evaluate(test, &got_predictions);
+  CpuEngine cpu(cfg, make_cnn_layer<float>);
+  cpu.set_parameters(start);
+  const EpochStats want = cpu.train_epoch(train, 0, {});
+  std::vector<int> want_predictions;
+  const EpochStats want_test = cpu.evaluate(test, &want_predictions);
+  EXPECT_EQ(got.seen, want.seen) << context;
+  EXPECT_NEAR(got.loss_sum, want.loss_sum, kLossRtol * want.loss_sum) << context << ": summed loss of the epoch";
+  EXPECT_NEAR(got.correct, want.correct, 1) << context << ": correct predictions during the epoch";
+  EXPECT_NEAR(got_test.loss_sum, want_test.loss_sum, kLossRtol * want_test.loss_sum) << context << ": test loss";
+  int differ = 0;
+  for (std::size_t i = 0; i < want_predictions.size(); ++i) differ += got_predictions.at(i) != want_predictions[i];
+  EXPECT_LE(differ, 1) << context << ": test predictions differ beyond a near tie";
+  const std::vector<NamedTensor> trained = cpu.get_parameters(), mine = gpu.get_parameters();
+  ASSERT_EQ(mine.size(), trained.size()) << context;
+  bool moved = false;
+  for (std::size_t i = 0; i < trained.size(); ++i) {
+    ASSERT_EQ(mine[i].name, trained[i].name) << context;
+    EXPECT_TRUE(close(context + ", " + trained[i].name, mine[i].tensor.data, to_double(trained[i].tensor.data),
+                      trained[i].tensor.shape, kParamAtol, kParamRtol));
+    for (std::size_t j = 0; j < trained[i].tensor.size(); ++j)
+      moved = moved || std::fabs(trained[i].tensor.data[j] - start[i].tensor.data[j]) > 10 * kParamAtol;
+  }
+  EXPECT_TRUE(moved) << context << ": the parameters hardly moved, so the comparison proves little";
+}
+
+}  // namespace
+
+// 20 steps: 19 batches of 32 and a last one of 16 (which runs uncaptured, with its own plan).
+TEST(Stage08_Engine, TwentyCnnStepsMatchStage02) {
+  SKIP_WITHOUT_GPU();
+  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 32, kCnnLr);
+  for (const FusedOptions& o : {FusedOptions{true, false}, FusedOptions{false, false}, FusedOptions{false, true}})
+    expect_matches_cpu(named_model_spec("cnn"), {1, 28, 28}, 32, 19 * 32 + 16, "cross-entropy", o, kCnnLr,
+                       spread_parameters(cfg, 99));
+}
+
+// What the test above relies on, on the CPU alone (no GPU needed): a 1e-6 change of the
+// weights stays well inside the tolerance over the same 20 steps.
+TEST(Stage08_Engine, TwentyStepComparisonDoesNotBranchOnTheCpu) {
+  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 32, kCnnLr);
+  const Dataset train = make_synthetic(19 * 32 + 16, {1, 28, 28}, 10, 5);
+  testkit::expect_training_does_not_branch(cfg, train, spread_parameters(cfg, 99), kParamAtol, kParamRtol);
+}
+
+// `cnn-deep` on CIFAR-shaped input, and every other layer kind stage 08 fuses: 5x5 and
+// 1x1 convolutions, a conv block without a pool, every activation, a dense layer
+// without one, mean squared error, a head straight after a conv block, a short last batch.
+TEST(Stage08_Engine, EveryLayerKindItFusesMatchesStage02) {
+  SKIP_WITHOUT_GPU();
+  const std::string deep = named_model_spec("cnn-deep");
+  expect_matches_cpu(deep, {3, 32, 32}, 8, 20 * 8, "cross-entropy", {}, kCnnLr,
+                     spread_parameters(config(deep, {3, 32, 32}, 8), 98));
+  const std::string spec = "conv6k5p2,leaky,pool2,conv8k3p1,softplus,conv4k1,tanh,pool2,flatten,fc24,sigmoid,fc16,fc10";
+  expect_matches_cpu(spec, {3, 13, 12}, 16, 10 * 16, "cross-entropy", {}, kCnnLr,
+                     spread_parameters(config(spec, {3, 13, 12}, 16), 97));
+  expect_matches_cpu("conv4k3,fc10", {1, 9, 9}, 8, 8 * 8 + 3, "mse", {}, 0.05);
+}
+
+TEST(Stage08_Engine, MlpStepsMatchStage01) {
+  SKIP_WITHOUT_GPU();
+  expect_matches_cpu(named_model_spec("mlp"), {1, 28, 28}, 64, 10 * 64 + 20, "cross-entropy", {}, 0.05);
+}
+
+// The graph changes how a step is launched, not what it computes: the same kernels in
+// the same order, every sum in a fixed order, so two epochs give the same bits. The
+// set has 15 full batches of 64 and a last one of 40.
+TEST(Stage08_Engine, GraphAndPlainLaunchesGiveTheSameBits) {
+  SKIP_WITHOUT_GPU();
+  const Dataset train = make_synthetic(1000, {1, 28, 28}, 10, 101);
+  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 64);
+  FusedEngine with_graph(cfg, FusedOptions{true, false}), without(cfg, FusedOptions{false, false});
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    const EpochStats a = with_graph.train_epoch(train, epoch, {});
+    const EpochStats b = without.train_epoch(train, epoch, {});
+    EXPECT_EQ(a.correct, b.correct) << "epoch " << epoch;
+    EXPECT_NEAR(a.loss_sum, b.loss_sum, 1e-9 * b.loss_sum) << "epoch " << epoch << " (summed with atomics)";
+  }
+  EXPECT_EQ(with_graph.graph_replays(), 30) << "15 full batches an epoch, each one replay";
+  EXPECT_EQ(with_graph.graph_nodes(), 9u) << "gather, 3 forward, the head, 3 backward, the update";
+  EXPECT_EQ(with_graph.kernels_per_step(), 9);
+  EXPECT_EQ(without.graph_replays(), 0);
+  expect_same_bits(with_graph.get_parameters(), without.get_parameters(), "graph against plain launches");
+}
+
+// The learning rate lives in device memory: a schedule's new rate reaches the captured
+// step without a new capture, exactly as it reaches the plain launches.
+TEST(Stage08_Engine, TheLearningRateScheduleReachesTheCapturedStep) {
+  SKIP_WITHOUT_GPU();
+  const Dataset train = make_synthetic(6 * 64, {1, 28, 28}, 10, 102);
+  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 64, 0.05);
+  FusedEngine with_graph(cfg, FusedOptions{true, false}), without(cfg, FusedOptions{false, false}), fixed(cfg);
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    const double lr = 0.05 / (epoch + 1);
+    with_graph.set_learning_rate(lr);
+    without.set_learning_rate(lr);
+    with_graph.train_epoch(train, epoch, {});
+    without.train_epoch(train, epoch, {});
+    fixed.train_epoch(train, epoch, {});
+  }
+  expect_same_bits(with_graph.get_parameters(), without.get_parameters(), "a new rate every epoch");
+  const auto p = with_graph.get_parameters(), q = fixed.get_parameters();
+  std::size_t differ = 0;
+  for (std::size_t k = 0; k < p[0].tensor.size(); ++k) differ += p[0].tensor.data[k] != q[0].tensor.data[k];
+  EXPECT_GT(differ, 0u) << "the rates of epochs 2 and 3 changed nothing: the captured step kept the first";
+}
+
+// Evaluation: the same loss, predictions and count as stage 02 on the same weights.
+TEST(Stage08_Engine, EvaluateMatchesStage02) {
+  SKIP_WITHOUT_GPU();
+  const Dataset test = make_synthetic(300, {1, 28, 28}, 10, 6);
+  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 64);
+  FusedEngine gpu(cfg);
+  CpuEngine cpu(cfg, make_cnn_layer<float>);
+  std::vector<int> got_pred, want_pred;
+  const EpochStats got = gpu.evaluate(test, &got_pred), want = cpu.evaluate(test, &want_pred);
+  EXPECT_EQ(got.seen, 300);
+  EXPECT_NEAR(got.loss_sum, want.loss_sum, kLossRtol * want.loss_sum);
+  ASSERT_EQ(got_pred.size(), want_pred.size());
+  long differ = 0;
+  for (std::size_t i = 0; i < got_pred.size(); ++i) differ += got_pred[i] != want_pred[i];
+  EXPECT_LE(differ, 1) << "predictions differ beyond a near tie";
+}
+
+// --profile: a row per fused layer, then the gather and the update, timed every step.
+TEST(Stage08_Engine, ProfileTimesEveryFusedLayer) {
+  SKIP_WITHOUT_GPU();
+  EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 64);
+  cfg.profile = true;
+  FusedEngine gpu(cfg);
+  EXPECT_FALSE(gpu.graph_enabled()) << "profiling times each kernel, so it runs uncaptured";
+  gpu.train_epoch(make_synthetic(5 * 64, {1, 28, 28}, 10, 8), 0, {});
+  const std::vector<LayerTime> times = gpu.layer_times();
+  ASSERT_EQ(times.size(), 4u + 2u) << "conv1, conv2, fc1, the head, then gather and update";
+  EXPECT_EQ(times[0].layer, "conv1+relu1+pool1 (conv16k3p1,relu,pool2)");
+  EXPECT_EQ(times[3].layer, "fc2+loss (fc10)");
+  for (const LayerTime& t : times) {
+    EXPECT_EQ(t.calls, 5) << t.layer;
+    EXPECT_GT(t.forward_ms + t.backward_ms, 0.0) << t.layer;
+  }
+  EXPECT_GT(times[0].backward_ms, 0.0) << "conv1's weight gradient";
+}
+
+// A checkpoint holds parameters and velocities: an engine given both continues exactly
+// as the one they came from.
+TEST(Stage08_Engine, OptimizerStateContinuesTheRunBitForBit) {
+  SKIP_WITHOUT_GPU();
+  const Dataset train = make_synthetic(5 * 32 + 7, {1, 28, 28}, 10, 9);
+  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 32);
+  FusedEngine first(cfg);
+  first.train_epoch(train, 0, {});
+  const auto velocity = first.get_optimizer_state();
+  EXPECT_EQ(velocity[0].name, "conv1.weight.velocity");
+  FusedEngine resumed(cfg);
+  resumed.set_parameters(first.get_parameters());
+  resumed.set_optimizer_state(velocity);
+  first.train_epoch(train, 1, {});
+  resumed.train_epoch(train, 1, {});
+  expect_same_bits(first.get_parameters(), resumed.get_parameters(), "resumed");
+  auto wrong = velocity;
+  wrong[0].name = "conv1.weight";
+  EXPECT_THROW(resumed.set_optimizer_state(wrong), std::invalid_argument) << "names must end in .velocity";
+}
+
+// The step's kernel table: nine kernels for cnn, each with what it reads and writes, and
+// fewer bytes than the same step layer by layer.
+TEST(Stage08_Engine, StepTableOfCnn) {
+  SKIP_WITHOUT_GPU();
+  FusedEngine gpu(config(named_model_spec("cnn"), {1, 28, 28}, 64));
+  const nlohmann::json j = gpu.stage_results();
+  EXPECT_EQ(j.at("kernels_per_step").get<int>(), 9);
+  ASSERT_EQ(j.at("step").at("kernels").size(), 9u);
+  EXPECT_EQ(j.at("step").at("kernels")[0].at("kernel"), "batch gather");
+  EXPECT_EQ(j.at("step").at("kernels")[8].at("kernel"), "sgd update (multi-tensor)");
+  EXPECT_EQ(j.at("layer_by_layer").at("kernels").get<int>(), 21);
+  EXPECT_LT(j.at("step").at("bytes_written").get<long long>(), j.at("layer_by_layer").at("bytes_written").get<long long>());
+  EXPECT_NE(gpu.step_table().find("conv block backward"), std::string::npos);
+}
+
+// Bad requests are refused with a message, before the GPU is touched where possible.
+TEST(Stage08_Engine, RefusesWhatItCannotRun) {
+  EXPECT_THROW(FusedEngine engine(config("conv8k3p1s2,relu,pool2,fc10", {1, 28, 28}, 8)), std::invalid_argument);
+  EXPECT_THROW(FusedEngine engine(config(named_model_spec("cnn"), {1, 28, 28}, 8, 0.05, "hinge")), std::invalid_argument);
+  SKIP_WITHOUT_GPU();
+  FusedEngine engine(config(named_model_spec("cnn"), {1, 28, 28}, 64));
+  auto params = engine.get_parameters();
+  params[0].tensor.shape = {16, 1, 5, 5};
+  EXPECT_THROW(engine.set_parameters(params), std::invalid_argument);
+  EXPECT_THROW(engine.train_batch(0), std::logic_error) << "a batch before begin_epoch";
+  EXPECT_THROW(engine.evaluate(make_synthetic(10, {3, 28, 28}, 10, 1), nullptr), std::invalid_argument)
+      << "examples of another shape";
+}

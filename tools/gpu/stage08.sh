@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Stage 08 (08_fused) on the GPU machine, in one call: configure and build what it
+# needs, the tests, the trainer beside stage 06 on the same work (cnn, cnn-deep and
+# the mlp at batch 64; 15 epochs of cnn for the accuracy target), the benchmark,
+# the per-kernel traces of a step of both stages, compute-sanitizer memcheck,
+# racecheck and synccheck on bounded subsets, and the exercise proof. Every step is
+# timed and bounded (tools/gpu/steps.sh); about 7 to 8 minutes on an H100 with 16 cores.
+#
+#   OUT=/some/folder tools/gpu/stage08.sh        (run from anywhere; it works in the repository root)
+#
+# Needs: nvcc, cmake (ninja if there), CUPTI (with the CUDA toolkit) for the traces;
+# CLI11 and nlohmann-json in .carry/include; GoogleTest and Google Benchmark where
+# CMake finds them (the system, or .carry/prefix: tools/gpu/carry_test_libs.sh);
+# Fashion-MNIST in data/fashion-mnist (otherwise the trainers say so and use the
+# synthetic set, and the accuracy figures mean nothing).
+#
+# What comes back under $OUT:
+#   stage08.log      everything, step by step, with the summary at its end
+#   bench.json       Google Benchmark's figures of one training step (BM_TrainStep_CNN, ... as stages 05 and 06)
+#   results.tar.gz   the trainers' JSON files, the traces and their tables, the test report, the sanitizer logs
+set -u -o pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$PWD/out-stage08}
+mkdir -p "$OUT"
+WORK=$(mktemp -d)
+LOG="$OUT/stage08.log"
+BUILD=build/gpu
+BIN=$BUILD/bin
+DEADLINE=${STAGE08_DEADLINE:-470}  # seconds
+SUMMARY=()
+: >"$LOG"
+STEP_WIDTH=34
+. tools/gpu/steps.sh
+
+say "stage 08 on $(hostname) at $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
+  --format=csv 2>&1 | tee -a "$LOG"
+say "nvcc: $(nvcc --version 2>&1 | tail -n 2 | head -n 1)"
+say "cpu: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+
+GENERATOR=()
+command -v ninja >/dev/null && GENERATOR=(-G Ninja)
+SANITIZER=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+DATA_ARGS=()
+[ -d data/fashion-mnist ] && DATA_ARGS=(--data-dir data/fashion-mnist)
+PREFIX=$PWD/.carry/prefix
+[ -d "$PREFIX" ] && export LD_LIBRARY_PATH="$PREFIX/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+# ---- build: the solution track first; the exercise track later, beside the sanitizers
+step configure 90 cmake -S . -B "$BUILD" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=Release -DCOURSE_WERROR=OFF \
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$PREFIX" -DCOURSE_TRACKS="solution;exercise"
+step build 240 cmake --build "$BUILD" -j16 --target s08_tests_solution s08_train_solution s08_bench s06_train_solution
+
+# The kernel tracer (tools/gpu/kernel_trace.cpp): CUPTI, found as profile.sh finds it.
+CUPTI_SO=$(find /usr/local/cuda/ /usr/local/cuda-*/ /usr/lib -name libcupti.so 2>/dev/null | head -n 1)
+CUPTI_H=$(find /usr/local/cuda/ /usr/local/cuda-*/ /usr/include -name cupti.h 2>/dev/null | head -n 1)
+TRACER=""
+if [ -n "$CUPTI_SO" ] && [ -n "$CUPTI_H" ]; then
+  step "build kernel tracer" 60 g++ -O2 -shared -fPIC -I"$(dirname "$CUPTI_H")" tools/gpu/kernel_trace.cpp \
+    -o "$BUILD/kernel_trace.so" -L"$(dirname "$CUPTI_SO")" -lcupti -Wl,-rpath,"$(dirname "$CUPTI_SO")"
+  [ -f "$BUILD/kernel_trace.so" ] && TRACER=$PWD/$BUILD/kernel_trace.so
+else
+  say "CUPTI not found (libcupti.so, cupti.h): no kernel traces"
+fi
+
+# ---- the tests: nothing below means much if they fail
+step tests 150 "$BIN/s08_tests_solution" --gtest_color=no --gtest_output="json:$WORK/tests.json"
+
+# ---- epochs, stage 06 beside stage 08 on the same work, batch 64. Three epochs: the
+# first includes the upload of the data set and the capture; the third is the figure.
+train() {  # train NAME BINARY ARGS...
+  local name=$1 exe=$2
+  shift 2
+  step "train $name" 90 "$exe" "$@" --batch 64 "${DATA_ARGS[@]}" --no-progress --json "$WORK/train_$name.json"
+}
+for model in cnn cnn-deep mlp; do
+  train "s06_$model" "$BIN/s06_train_solution" --model "$model" --epochs 3
+  train "s08_$model" "$BIN/s08_train_solution" --model "$model" --epochs 3 --verbose
+done
+train s08_cnn_persistent "$BIN/s08_train_solution" --model cnn --epochs 3 --persistent
+train s08_mlp_persistent "$BIN/s08_train_solution" --model mlp --epochs 3 --persistent
+train s08_cnn-deep_persistent "$BIN/s08_train_solution" --model cnn-deep --epochs 3 --persistent
+train s08_cnn_nograph "$BIN/s08_train_solution" --model cnn --epochs 2 --graph off
+train s08_cnn_profile "$BIN/s08_train_solution" --model cnn --epochs 1 --profile
+train s08_cnn_15 "$BIN/s08_train_solution" --model cnn --epochs 15
+step benchmarks 90 "$BIN/s08_bench" --benchmark_min_time=0.2 --benchmark_out="$OUT/bench.json" --benchmark_out_format=json
+
+# ---- the kernels of a step, traced during real runs (one epoch; steps 21 on)
+trace() {  # trace NAME MARKER BINARY ARGS...
+  local name=$1 marker=$2 exe=$3
+  shift 3
+  [ -n "$TRACER" ] || return 0
+  step "trace $name" 60 env CUDA_INJECTION64_PATH="$TRACER" KERNEL_TRACE_OUT="$WORK/$name.trace.csv" \
+    "$exe" "$@" --epochs 1 --batch 64 "${DATA_ARGS[@]}" --no-progress
+  [ -f "$WORK/$name.trace.csv" ] &&
+    python3 tools/gpu/kernel_table.py "$WORK/$name.trace.csv" --skip 20 --step-marker "$marker" >"$WORK/$name.table.txt" 2>&1
+}
+trace s08_cnn gather "$BIN/s08_train_solution" --model cnn
+trace s06_cnn gather "$BIN/s06_train_solution" --model cnn
+trace s08_cnn_persistent persistent_step "$BIN/s08_train_solution" --model cnn --persistent
+trace s08_cnn-deep gather "$BIN/s08_train_solution" --model cnn-deep
+trace s06_cnn-deep gather "$BIN/s06_train_solution" --model cnn-deep
+trace s08_mlp gather "$BIN/s08_train_solution" --model mlp
+trace s06_mlp gather "$BIN/s06_train_solution" --model mlp
+
+# ---- compute-sanitizer on bounded subsets (the exercise track builds meanwhile, on the CPU)
+( cmake --build "$BUILD" -j12 --target s08_tests_exercise >"$WORK/build_exercise.log" 2>&1
+  echo "exit $?" >>"$WORK/build_exercise.log" ) &
+EXERCISE_BUILD=$!
+MEMCHECK_FILTER='Task8_*:Stage08_Engine.TwentyCnnSteps*:Stage08_Engine.EveryLayerKind*:Stage08_Engine.RefusesWhatItCannotRun'
+MEMCHECK_FILTER+=':-*WithManyExamplesPerBlock:*AnySliceOfTheBatch*:*TheSameBitsEveryRun'
+step memcheck 120 "$SANITIZER" --tool memcheck --error-exitcode 99 --print-limit 50 --log-file "$WORK/memcheck.log" \
+  "$BIN/s08_tests_solution" --gtest_color=no --gtest_brief=1 --gtest_filter="$MEMCHECK_FILTER"
+# racecheck and synccheck: every kernel with shared memory or barriers, on the small shapes
+# (the shared-memory tools slow a kernel by a hundred times and more).
+RACE_FILTER='*OnSmallShapes*:Task8_4_DenseForward.MatchesStage01WithTheSumSplit:Task8_5_*:Task8_6_*:Task8_7_*'
+RACE_FILTER+=':Task8_8_PersistentStep.EachPhase*'
+step racecheck 100 "$SANITIZER" --tool racecheck --error-exitcode 99 --print-limit 50 --log-file "$WORK/racecheck.log" \
+  "$BIN/s08_tests_solution" --gtest_color=no --gtest_brief=1 --gtest_filter="$RACE_FILTER"
+step synccheck 60 "$SANITIZER" --tool synccheck --error-exitcode 99 --print-limit 50 --log-file "$WORK/synccheck.log" \
+  "$BIN/s08_tests_solution" --gtest_color=no --gtest_brief=1 --gtest_filter="$RACE_FILTER"
+for tool in memcheck racecheck synccheck; do
+  [ -f "$WORK/$tool.log" ] && { say "--- $tool.log (last 6 lines)"; tail -n 6 "$WORK/$tool.log" | tee -a "$LOG"; }
+done
+
+# ---- the exercise proof: every Task 8.x test fails on the untouched holes, naming its task
+step "wait for the exercise build" 150 bash -c "while kill -0 $EXERCISE_BUILD 2>/dev/null; do sleep 2; done"
+tail -n 3 "$WORK/build_exercise.log" | tee -a "$LOG"
+step "prove exercises" 90 python3 tools/prove_exercises.py --build-dir "$BUILD" --stage 08_fused
+
+# ---- summary
+say ""
+say "================ summary (${SECONDS}s) ================"
+for line in "${SUMMARY[@]}"; do say "$line"; done
+say ""
+grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? ran|FAILED TEST|exercise holes caught|passed, .* failed" "$LOG" | head -n 40
+say ""
+python3 - "$WORK" <<'PY' 2>&1 | tee -a "$LOG"
+import glob, json, os, sys
+work = sys.argv[1]
+runs = {}
+for path in sorted(glob.glob(os.path.join(work, "train_*.json"))):
+    try:
+        runs[os.path.basename(path)[6:-5]] = json.load(open(path))
+    except Exception as e:
+        print(f"{path}: {e}")
+def last(name, key="seconds"):
+    r = runs.get(name)
+    eps = r.get("epochs", []) if r else []
+    return eps[-1].get(key) if eps else None
+print("epochs (batch 64; the last epoch of each run):")
+for name, r in runs.items():
+    eps = r.get("epochs", [])
+    secs = " ".join(f"{e.get('seconds', 0):.3f}" for e in eps)
+    sr = r.get("stage_results") or {}
+    extra = f"  kernels/step {sr['kernels_per_step']}" if "kernels_per_step" in sr else ""
+    acc = eps[-1].get("test_accuracy") if eps else None
+    print(f"  {name:26s} s/epoch {secs:40s} test {100 * acc if acc is not None else float('nan'):6.2f}%"
+          f"  {r.get('data', {}).get('dataset', '?')}{extra}  [{r.get('status', '?')}]")
+print()
+print("stage 06 against stage 08 (graph), the last epoch:")
+targets = {"cnn": "<= 0.10 s (stretch 0.05)", "cnn-deep": ">= 2x stage 06", "mlp": ">= 2x stage 06"}
+for model in ("cnn", "cnn-deep", "mlp"):
+    a, b, p = last(f"s06_{model}"), last(f"s08_{model}"), last(f"s08_{model}_persistent")
+    if a and b:
+        ps = f", persistent {p:.3f} s ({a / p:.2f}x)" if p else ""
+        print(f"  {model:9s} stage 06 {a:.3f} s, stage 08 {b:.3f} s: {a / b:.2f}x{ps}   target {targets[model]}")
+acc = last("s08_cnn_15", "test_accuracy")
+if acc is not None:
+    print(f"  cnn, 15 epochs of the default recipe on stage 08: test accuracy {100 * acc:.2f}% (target >= 91.5%)")
+for name in ("s08_cnn", "s08_cnn_persistent"):
+    sr = (runs.get(name) or {}).get("stage_results") or {}
+    st, lw = sr.get("step", {}), sr.get("layer_by_layer", {})
+    if st:
+        print(f"  {name}: {sr.get('kernels_per_step')} kernels a step, {st['bytes_read'] / 1e6:.2f} MB read and "
+              f"{st['bytes_written'] / 1e6:.2f} MB written (computed); layer by layer {lw.get('kernels')} kernels, "
+              f"{lw.get('bytes_read', 0) / 1e6:.2f} MB and {lw.get('bytes_written', 0) / 1e6:.2f} MB")
+prof = (runs.get("s08_cnn_profile") or {}).get("profile")
+if prof:
+    print("\nprofile of s08 cnn (ms per batch, kernels launched one by one between events):")
+    for l in prof.get("layers", []):
+        print(f"  {l['layer']:48s} fwd {l['forward_ms_per_batch']:.4f}  bwd {l['backward_ms_per_batch']:.4f}")
+PY
+# The kernel tables: stage 08's and stage 06's cnn on screen, every one in the log.
+for f in "$WORK"/*.table.txt; do
+  [ -f "$f" ] || continue
+  name=$(basename "$f" .table.txt)
+  echo "" >>"$LOG"
+  echo "--- kernel trace $name" >>"$LOG"
+  cat "$f" >>"$LOG"
+  case $name in
+    s08_cnn | s06_cnn | s08_cnn_persistent) echo; echo "--- kernel trace $name"; cat "$f" ;;
+  esac
+done
+say ""
+grep -E "^BM_" "$LOG" | head -n 20
+tar -czf "$OUT/results.tar.gz" -C "$WORK" . 2>>"$LOG"
+rm -rf "$WORK"
+say "logs in $OUT"
