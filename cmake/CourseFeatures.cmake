@@ -23,6 +23,9 @@ endif()
 # Exercises leave function bodies as stubs, so their parameters go unused.
 set(COURSE_EXERCISE_WARNINGS -Wno-unused-parameter -Wno-unused-variable
     -Wno-unused-but-set-variable -Wno-unused-function -Wno-unused-but-set-parameter)
+# The same for nvcc's front end: a kernel whose body is a TODO leaves its constants and
+# shared arrays unreferenced (#177: declared but never referenced).
+set(COURSE_EXERCISE_CUDA_WARNINGS -diag-suppress=177)
 
 # ---- optimisation ----------------------------------------------------------
 # `#pragma omp simd` in the lesson code marks the reductions the compiler may
@@ -105,8 +108,18 @@ if(COURSE_ENABLE_CUDA AND COURSE_SANITIZE STREQUAL "")
     endif()
   endif()
 endif()
+# Hopper's arch-specific instructions (wgmma) exist only in code built for sm_90a, which
+# runs on compute capability 9.0 alone. Sources named *_sm90a.cu are built for it when the
+# build targets Hopper at all (cmake/CourseStage.cmake).
+set(COURSE_HAVE_SM90A OFF)
+set(_sm90a_note "; no sm_90a: stage 07's wgmma kernel is not built")
+if(COURSE_HAVE_CUDA AND CMAKE_CUDA_ARCHITECTURES MATCHES "(^|;)90")
+  set(COURSE_HAVE_SM90A ON)
+  set(_sm90a_note "; sm_90a for the wgmma kernel")
+endif()
 if(COURSE_HAVE_CUDA)
-  message(STATUS "[course] CUDA: found (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
+  message(STATUS "[course] CUDA: found (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES}"
+                 "${_sm90a_note})")
 else()
   course_feature("CUDA" COURSE_HAVE_CUDA "stages 04, 05 and 06 (GPU) are not built")
 endif()
