@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import runs
+from .idx import IDX_DATASETS
 from .stages import MODELS, trainer_path
 
 RUNNER = Path(__file__).resolve().parent.parent / "peers" / "pytorch_peer.py"
@@ -56,7 +57,12 @@ PYTORCH_ROWS = (
 
 
 class PeerError(Exception):
-    """A peer row that cannot run for a reason of the comparison's own (no initial weights)."""
+    """Why the peer rows of a model cannot run (no initial weights, data they cannot read); `status` is
+    the rows' status: "error" for a failure, "skipped" where the machine lacks what they need."""
+
+    def __init__(self, reason, status="error"):
+        super().__init__(reason)
+        self.status = status
 
 
 def is_peer(run):
@@ -136,7 +142,7 @@ def write_initial_weights(root, build_dir, stages, model, *, out_dir, dataset, s
         if code == 0 and data and data.get("status") == "ok" and weights.is_file():
             if data.get("data", {}).get("synthetic_fallback"):
                 raise PeerError(f"{dataset} was not found, so the trainers train on their synthetic set, which "
-                                "the PyTorch rows do not reproduce")
+                                "the PyTorch rows do not reproduce", status="skipped")
             return weights, data.get("options", {}), stage.id
         lines = [l for l in (stderr or stdout).splitlines() if l.strip()]
         tried.append(f"{stage.id}: {lines[-1] if lines else f'exit code {code}'}")
@@ -201,7 +207,8 @@ def peer_rows(root, build_dir, stages, models, peers, *, out_dir, epochs, batch,
     --limit of a row (the comparison's rule for a stage on that device); `progress(run)` is called as
     each row ends. Rows that cannot run are skipped rows with the reason, never a failure of the
     comparison: without PyTorch all of them say so, and no trainer is run for their weights."""
-    info = probe(root, out_dir, peer_python, timeout=min(timeout, 600))
+    info = probe(root, out_dir, peer_python, timeout=min(timeout, 600)) if dataset in IDX_DATASETS else \
+        {"status": "skipped", "reason": f"{dataset} is not an IDX data set"}
     out = []
 
     def add(run):
@@ -210,6 +217,11 @@ def peer_rows(root, build_dir, stages, models, peers, *, out_dir, epochs, batch,
             progress(run)
 
     for model in models:
+        if dataset not in IDX_DATASETS:
+            for peer in peers:
+                add(peer_row(peer, model, "n/a", f"the {FRAMEWORK_NAME} rows read the IDX data sets "
+                                                 f"({', '.join(IDX_DATASETS)}) only"))
+            continue
         if info.get("status") != "ok":
             for peer in peers:
                 add(peer_row(peer, model, "skipped" if info.get("status") == "skipped" else "error",
@@ -221,7 +233,7 @@ def peer_rows(root, build_dir, stages, models, peers, *, out_dir, epochs, batch,
                                                               timeout=min(timeout, 600))
         except PeerError as e:
             for peer in peers:
-                add(peer_row(peer, model, "error", str(e)))
+                add(peer_row(peer, model, e.status, str(e)))
             continue
         for peer in peers:
             if peer.gpu and not info.get("gpu"):

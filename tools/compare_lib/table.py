@@ -128,7 +128,7 @@ def peer_notes(rows):
         by_config.setdefault(r.stage, r)
     whats = [p.what for p in PYTORCH_ROWS if p.id in by_config]
     if whats:
-        notes.append(f"{name} rows: " + "; ".join(whats) + ".")
+        notes.append(f"The {name} rows one by one: " + "; ".join(whats) + ".")
     if ran:
         bests = {}
         for r in rows:

@@ -82,7 +82,7 @@ def parse_args(argv=None):
     evaluate.add_argument("--threads", type=int, default=0)
     evaluate.add_argument("--deterministic", action="store_true")
     for p in (train, evaluate):
-        p.add_argument("--dataset", default="fashion-mnist", choices=list(idx.IDX_DATASETS))
+        p.add_argument("--dataset", default="fashion-mnist", help=f"one of {', '.join(idx.IDX_DATASETS)}")
         p.add_argument("--data-dir", default="")
         p.add_argument("--json", required=True, help="where the results go")
     args = ap.parse_args(argv)

@@ -352,6 +352,31 @@ class PeerTable(unittest.TestCase):
         self.assertIn("dashed outline: PyTorch", texts)
 
 
+class CompareTables(unittest.TestCase):
+    def test_a_run_with_pytorch_rows_prints_its_column_in_the_docs(self):
+        """tools/compare_tables.py writes what --replot prints: the H100 run's JSON with PyTorch rows added."""
+        import compare_tables
+        data = json.loads((ROOT / "docs" / "figures" / "compare_h100.json").read_text())
+        runs = [run_from_dict(d) for d in data["rows"]] + [r for r in peer_table() if r.peer]
+        data["rows"] = [r.to_dict() for r in table.order_rows(table.compute_speedups(runs), ["mlp", "cnn"])]
+        data["machine"]["peer"] = {"status": "ok", "gpu": "NVIDIA H100 80GB HBM3 (sm_90)",
+                                   "peer": {"torch": "2.11.0+cu130", "cuda": "13.0", "cudnn": 91400,
+                                            "tf32_matmul": False, "tf32_cudnn": False}}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "compare_x.json"
+            path.write_text(json.dumps(data))
+            text = compare_tables.table_text(path)
+        self.assertIn("peer:    PyTorch 2.11.0+cu130 (CUDA 13.0, cuDNN 91400) on NVIDIA H100 80GB HBM3 (sm_90); "
+                      "FP32, TF32 off", text)
+        head = next(l for l in text.splitlines() if l.startswith("stage "))
+        self.assertIn("vs PyTorch best", head)
+        cudnn = next(l for l in text.splitlines() if l.startswith("06_cudnn") and " mlp " in l)
+        self.assertIn(f"{0.2 / data['rows'][5]['seconds_per_epoch']:.2f}x", cudnn)   # against pytorch_compile, 0.2 s
+        self.assertEqual(data["rows"][5]["stage"], "06_cudnn")
+        self.assertIn("pytorch_compile", text)
+        self.assertNotIn("wrote ", text)
+
+
 class Parity(unittest.TestCase):
     def models(self, change=0.0, where=0):
         a, b = small_model(), small_model()
@@ -448,6 +473,18 @@ class WithoutTorch(unittest.TestCase):
                                     cwd=ROOT, capture_output=True, text=True, timeout=60)
             self.assertEqual(replot.returncode, 0, replot.stderr)
             self.assertEqual(replot.stdout.count("skipped: PyTorch is not installed"), 6)   # the peer line, 5 rows
+
+    @unittest.skipIf(built_trainers_dir() is None, "no built s01_train_solution (build the preset ci or default first)")
+    def test_a_data_set_pytorch_does_not_read_is_na(self):
+        with tempfile.TemporaryDirectory() as out:
+            proc = subprocess.run([sys.executable, str(ROOT / "tools" / "compare.py"), "--build-dir",
+                                   str(built_trainers_dir()), "--stages", "01", "--models", "mlp", "--limit", "200",
+                                   "--dataset", "synthetic", "--peer", "pytorch", "--out", out],
+                                  cwd=ROOT, capture_output=True, text=True, timeout=300)
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+            records = list(csv.DictReader(io.StringIO((Path(out) / "compare.csv").read_text())))
+            self.assertEqual([r["status"] for r in records], ["ok"] + ["n/a"] * 5)
+            self.assertIn("the PyTorch rows read the IDX data sets (fashion-mnist, mnist) only", records[1]["reason"])
 
     def test_the_self_test_is_skipped_with_the_reason(self):
         with tempfile.TemporaryDirectory() as out:
