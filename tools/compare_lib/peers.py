@@ -188,13 +188,20 @@ def run_peer(root, peer, model, *, out_dir, init, options, init_stage, epochs, b
     results = _read_json(json_path)
     shown = ["python3" if c == sys.executable else c for c in cmd]
     shown = [str(Path(c).relative_to(root)) if c == str(RUNNER) else c for c in shown]
-    if results and results.get("status") == "skipped":
-        run = peer_row(peer, model, "skipped", results.get("reason", ""))
-    else:
+    status = (results or {}).get("status")
+    if status == "ok" and code == 0:
         run = runs.interpret(peer, model, code, stdout, stderr, results, command=shown, log=log_path)
-        if results and results.get("status") == "error" and results.get("reason"):
-            run.reason = f"{results['reason']} (exit code {code})"
         run.peer = FRAMEWORK
+    else:   # the runner's own verdict and reason; else (no JSON: it died) its last words. The trainers'
+        # exit codes (3: a task not implemented, ...) mean nothing here.
+        if status == "skipped":
+            reason = results.get("reason", "")
+        else:
+            status = "error"
+            lines = [l for l in (stderr or stdout).splitlines() if l.strip()]
+            reason = ((results or {}).get("reason") or (lines[-1] if lines else "no output")) + f" (exit code {code})"
+        run = peer_row(peer, model, status, reason)
+        run.command, run.log, run.exit_code = shown, str(log_path), code
     run.wall_seconds = wall
     if results:
         run.options = {**results.get("peer", {}), "init_written_by": init_stage}

@@ -440,6 +440,42 @@ class WithoutTorch(unittest.TestCase):
             self.assertEqual(info["status"], "skipped")
             self.assertIn("PyTorch is not installed", peers.describe(info))
 
+    def test_run_peer_reads_the_runners_verdict(self):
+        """run_peer on what a runner wrote (a stand-in interpreter writes canned JSON): an error that names
+        CUDA stays an error, a run is an ok row with the versions, a runner that died is an error."""
+        fake = ("import json, os, sys\n"
+                "out = sys.argv[sys.argv.index('--json') + 1]\n"
+                "data = os.environ.get('FAKE_RESULT')\n"
+                "if data: open(out, 'w').write(data)\n"
+                "sys.exit(int(os.environ.get('FAKE_CODE', '0')))\n")
+        ok = {"status": "ok", "device": "NVIDIA H100 80GB HBM3 (sm_90)", "threads": 1,
+              "data": {"dataset": "fashion-mnist", "note": "fashion-mnist: 60000 train, 10000 test images from d",
+                       "train_examples": 60000},
+              "epochs": [{"seconds": 0.5, "images_per_second": 120000.0, "test_accuracy": 0.85}],
+              "peer": {"torch": "2.11.0+cu130"}}
+        cases = [({"status": "error", "reason": "RuntimeError: CUDA error: no kernel image is available"}, 1,
+                  "error", "no kernel image"),
+                 (ok, 0, "ok", ""),
+                 (None, 3, "error", "exit code 3")]
+        with tempfile.TemporaryDirectory() as tmp:
+            script = Path(tmp) / "fake_python.py"
+            script.write_text(fake)
+            for result, code, status, words in cases:
+                os.environ["FAKE_RESULT"] = json.dumps(result) if result else ""
+                os.environ["FAKE_CODE"] = str(code)
+                try:
+                    run = peers.run_peer(ROOT, PEER["pytorch_graph"], "mlp", out_dir=tmp, init="i.bin", options={},
+                                         init_stage="01_fc_softmax", epochs=1, batch=64, limit=0, seed=42,
+                                         dataset="fashion-mnist", peer_python=f"{sys.executable} {script}")
+                finally:
+                    del os.environ["FAKE_RESULT"], os.environ["FAKE_CODE"]
+                self.assertEqual((run.status, run.peer), (status, "pytorch"), run)
+                self.assertIn(words, run.reason)
+                if status == "ok":
+                    self.assertAlmostEqual(run.seconds_per_epoch, 0.5)
+                    self.assertEqual(run.options["torch"], "2.11.0+cu130")
+                    self.assertEqual(run.options["init_written_by"], "01_fc_softmax")
+
     def test_runner_command_carries_the_trainers_recipe(self):
         cmd = peers.runner_command("py -X dev", PEER["pytorch_cpu_1t"], "cnn", init="i.bin",
                                    options={"lr": 0.02, "lr_schedule": "cosine", "momentum": 0.9}, epochs=3,
