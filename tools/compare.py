@@ -25,6 +25,7 @@ reads every row against PyTorch's fastest (tools/compare_lib/peers.py). Where Py
 installed, or has no GPU, those rows are skipped with the reason.
 """
 import argparse
+import itertools
 import sys
 from pathlib import Path
 
@@ -190,7 +191,7 @@ def compare(args, command, date):
     peer_info = None
     if args.peer:
         print(f"PyTorch rows ({len(peers.PYTORCH_ROWS)} per model; logs in {args.out / 'logs'})", flush=True)
-        counter = iter(range(1, 10 ** 6))
+        counter = itertools.count(1)
         peer_runs, peer_info = peers.peer_rows(
             ROOT, args.build_dir, all_stages(ROOT), args.model_list, peers.PYTORCH_ROWS, out_dir=args.out,
             epochs=args.epochs, batch=args.batch, limit_of=lambda p, m: images_limit(p, m, args), seed=args.seed,
