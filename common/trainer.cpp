@@ -630,7 +630,13 @@ int train_or_evaluate(const TrainerOptions& o, const StageInfo& stage, const Eng
         return stop_for_signal(epoch, 0, 0, "after epoch " + std::to_string(epoch));
     }
   }
-  if (!trained) {
+  if (o.epochs == 0) {
+    const std::string weights = !o.resume.empty() ? "the weights of the checkpoint " + o.resume
+                                : !o.load.empty()  ? "the weights loaded from " + o.load
+                                                   : "the initial weights of seed " + std::to_string(o.seed);
+    std::cout << "--epochs 0: nothing trained; the figures below are those of " << weights << "\n";
+    ev = evaluate_test(*engine, test);
+  } else if (!trained) {
     std::cout << "the run has done " << start.epoch << " epochs"
               << (start.step > 0 ? " and " + std::to_string(start.step) + " steps of the next" : std::string())
               << " of the --epochs " << o.epochs << " asked for: nothing left to train (raise --epochs to go on)\n";

@@ -48,7 +48,8 @@ enum TrainerExit : int {
 /// (course::check_model_matches, then every tensor's name and shape) and
 /// sets the parameters; with --evaluate it then evaluates the test set,
 /// prints the report and stops. Otherwise it prints a header line and trains
-/// for --epochs epochs; epoch e (1-based on screen) is passed to
+/// for --epochs epochs (`--epochs 0`, allowed only with --save, trains
+/// nothing: the report and the model file are those of the initial weights); epoch e (1-based on screen) is passed to
 /// Engine::train_epoch as e - 1, the index course::epoch_order takes. Each
 /// epoch shows a progress bar, then one line:
 ///

@@ -6,6 +6,9 @@
     python3 tools/compare.py --sweep-threads      stage 03 on 1, 2, 4, ... cores, and the Amdahl fit
     python3 tools/compare.py --sweep-matmul       stage 04's matmul kernels at sizes 128 ... 4096 vs cuBLAS
     python3 tools/compare.py --all                all three
+    python3 tools/compare.py --peer pytorch       the comparison with PyTorch's rows beside the stages
+    python3 tools/compare.py --peer pytorch --self-test --build-dir build/gpu
+                                                  PyTorch against every GPU stage: same accuracy, same 20 steps
 
 Each stage's reference trainer (build/default/bin/sNN_train_solution) trains the same model on
 the same data with the same seed, batch size and learning rate, and writes its figures to JSON;
@@ -15,15 +18,21 @@ one whole epoch. The table marks every scaled figure, and --full times whole epo
 A stage the machine cannot run is a "skipped" row with the reason; a model a stage cannot train
 is "n/a". Outputs: results/compare.{csv,json,svg} (and sweep_threads.*, sweep_matmul.*), with
 the trainers' logs in results/logs/. Exit code 1 when a trainer failed.
+
+--peer pytorch adds PyTorch's rows (eager, CUDA graph, torch.compile + CUDA graph on the GPU; one
+thread and every core on the CPU) on the same work from the same initial weights, and a column that
+reads every row against PyTorch's fastest (tools/compare_lib/peers.py). Where PyTorch is not
+installed, or has no GPU, those rows are skipped with the reason.
 """
 import argparse
+import itertools
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
-from compare_lib import machine, sweeps, table  # noqa: E402
+from compare_lib import machine, peer_parity, peers, sweeps, table  # noqa: E402
 from compare_lib.runs import run_from_dict, run_stage  # noqa: E402
 from compare_lib.stages import CONV_MODELS, all_stages, select_models, select_stages  # noqa: E402
 
@@ -62,6 +71,14 @@ def parse_args(argv=None):
     modes.add_argument("--sizes", default="", help="matrix sizes of --sweep-matmul (default: its own, 128 ... 4096)")
     modes.add_argument("--mlp-gemms", action="store_true", help="--sweep-matmul also times the MLP's own GEMMs")
     modes.add_argument("--all", action="store_true", help="the comparison and both sweeps")
+    peer = ap.add_argument_group("another framework beside the stages")
+    peer.add_argument("--peer", choices=["pytorch"], default=None,
+                      help="add PyTorch's rows to the comparison (skipped with the reason where it is not installed)")
+    peer.add_argument("--peer-python", default="", metavar="COMMAND",
+                      help="the Python that runs PyTorch, e.g. 'venv/bin/python' (default: this one)")
+    peer.add_argument("--self-test", action="store_true",
+                      help="with --peer pytorch: instead of the comparison, check PyTorch against every GPU stage "
+                           "(the test accuracy of each stage's model, 20 steps from the same weights)")
     modes.add_argument("--replot", metavar="JSON", default=None,
                        help="redraw the table, CSV and SVG of a compare.json (from another machine, say) into --out")
     out = ap.add_argument_group("where")
@@ -77,6 +94,8 @@ def parse_args(argv=None):
             ap.error(f"--{name} must be at least 1, not {getattr(args, name)}")
     if args.limit is not None and args.limit < 0:
         ap.error(f"--limit must be at least 0 (0 = the whole epoch), not {args.limit}")
+    if args.self_test and not args.peer:
+        ap.error("--self-test checks a peer framework against the stages: give --peer pytorch")
     try:
         args.model_list = select_models(args.models)
         args.stage_list = select_stages(all_stages(ROOT), args.stages)
@@ -125,7 +144,7 @@ def gpu_of(runs):
         if r.gpu and r.status == "ok":
             return r.device
     for r in runs:
-        if r.gpu and r.status == "skipped" and not r.reason.startswith(("not built", "not in")):
+        if r.gpu and not r.peer and r.status == "skipped" and not r.reason.startswith(("not built", "not in")):
             return f"none ({r.reason})"
     return None
 
@@ -136,6 +155,8 @@ def header_lines(info, args, command, date, what):
              f"build:   {info['build_dir']} ({info.get('build_type') or '?'} build, git {info.get('git') or '?'})",
              f"date:    {date}",
              f"command: {command}"]
+    if info.get("peer"):
+        lines.append(f"peer:    {peers.describe(info['peer'])}")
     warning = machine.load_warning(info.get("load_average_at_start"), info.get("cores") or 1)
     return lines + ([warning] if warning else []) + [""]
 
@@ -150,7 +171,7 @@ def machine_now(args, gpu, load_at_start):
 def common_settings(args):
     return {"dataset": args.dataset, "batch": args.batch, "epochs": args.epochs, "seed": args.seed,
             "limit": args.limit, "full": args.full, "track": args.track, "threads": args.threads,
-            "parallel": args.parallel, "kernel": args.kernel,
+            "parallel": args.parallel, "kernel": args.kernel, "peer": args.peer,
             "images_rule": "whole epochs" if args.full else (
                 f"the first {args.limit} images" if args.limit is not None else
                 f"the first {CPU_CONV_IMAGES} images for a CNN on a CPU stage, else the whole epoch")}
@@ -167,8 +188,20 @@ def compare(args, command, date):
                         threads=args.threads, extra=stage_extra(stage, args), track=args.track, timeout=args.timeout)
         runs.append(run)
         progress(i, len(jobs), run)
+    peer_info = None
+    if args.peer:
+        print(f"PyTorch rows ({len(peers.PYTORCH_ROWS)} per model; logs in {args.out / 'logs'})", flush=True)
+        counter = itertools.count(1)
+        peer_runs, peer_info = peers.peer_rows(
+            ROOT, args.build_dir, all_stages(ROOT), args.model_list, peers.PYTORCH_ROWS, out_dir=args.out,
+            epochs=args.epochs, batch=args.batch, limit_of=lambda p, m: images_limit(p, m, args), seed=args.seed,
+            dataset=args.dataset, peer_python=args.peer_python, track=args.track, timeout=args.timeout,
+            progress=lambda r: progress(next(counter), len(peers.PYTORCH_ROWS) * len(args.model_list), r))
+        runs += peer_runs
     rows = table.order_rows(table.compute_speedups(runs), args.model_list)
     info = machine_now(args, gpu_of(runs), load)
+    if peer_info is not None:
+        info["peer"] = peer_info
     print()
     print(table.format_table(rows, header_lines(info, args, command, date,
                                                 "Seconds per training epoch of every stage on the same work "
@@ -297,6 +330,8 @@ def main(argv=None):
     date = machine.now()
     if args.replot:
         return replot(args)
+    if args.self_test:
+        return peer_parity.self_test(ROOT, args, command, date)
     rc = 0
     if args.all or not (args.sweep_threads or args.sweep_matmul):
         rc |= compare(args, command, date)

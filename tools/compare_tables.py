@@ -6,7 +6,9 @@
 
 Each block sits between <!-- compare:NAME --> and <!-- /compare:NAME --> and holds the table that
 `tools/compare.py --replot docs/figures/compare_NAME.json` prints: the figures, the machine, the
-date and the exact command of that run, never retyped by hand.
+date and the exact command of that run, never retyped by hand. Every docs/figures/compare_*.json
+is a run (h100, vm, ...); a run of `compare.py --peer pytorch` brings its PyTorch rows and its
+"vs PyTorch best" column along, as the replot prints them.
 """
 import argparse
 import re
@@ -16,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNS = {"h100": ROOT / "docs/figures/compare_h100.json", "vm": ROOT / "docs/figures/compare_vm.json"}
+RUNS = {p.stem[len("compare_"):]: p for p in sorted((ROOT / "docs/figures").glob("compare_*.json"))}
 FILES = [ROOT / "README.md"] + sorted((ROOT / "docs/lessons").glob("0*.md"))
 
 

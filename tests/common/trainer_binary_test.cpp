@@ -123,6 +123,31 @@ TEST(Stage01TrainerBinary, ResumeEqualsUninterruptedBitForBit) {
   EXPECT_TRUE(a == b) << "the model files differ: resume did not continue the run bit for bit";
 }
 
+// --epochs 0 --save writes the initial weights of the seed: training one epoch
+// from that file ends on the bits of a run that started from the seed itself,
+// and another seed writes other weights.
+TEST(Stage01TrainerBinary, ZeroEpochsSavesTheInitialWeights) {
+  REQUIRE_TRAINER();
+  const fs::path dir = fresh_dir();
+  const std::string init = (dir / "init.bin").string(), other = (dir / "other.bin").string();
+  const std::string from_file = (dir / "from_file.bin").string(), from_seed = (dir / "from_seed.bin").string();
+  const Finished zero = run_trainer_binary(dir, "init", quick(0, {"--save", init}));
+  expect_ok(zero, "--epochs 0 --save");
+  EXPECT_CONTAINS(zero.out, "--epochs 0: nothing trained; the figures below are those of the initial weights of seed 42");
+  EXPECT_EQ(zero.out.find("epoch 1/"), std::string::npos) << "no epoch may run";
+  expect_ok(run_trainer_binary(dir, "other", quick(0, {"--seed", "7", "--save", other})), "another seed");
+  expect_ok(run_trainer_binary(dir, "file", quick(1, {"--load", init, "--save", from_file})), "from the file");
+  expect_ok(run_trainer_binary(dir, "seed", quick(1, {"--save", from_seed})), "from the seed");
+  ASSERT_FALSE(slurp(init).empty());
+  EXPECT_NE(slurp(init), slurp(other)) << "seeds 42 and 7 wrote the same weights";
+  EXPECT_NE(slurp(init), slurp(from_seed)) << "one epoch did not change the weights";
+  EXPECT_TRUE(slurp(from_file) == slurp(from_seed))
+      << "one epoch from the --epochs 0 file differs from one epoch from the seed: the file is not the initial weights";
+  const Finished refused = run_trainer_binary(dir, "refused", quick(0));
+  EXPECT_EQ(refused.code, 2) << "--epochs 0 without --save";
+  EXPECT_CONTAINS(refused.err, "0 is allowed only with --save FILE");
+}
+
 // A real SIGINT while the trainer runs: it stops after the current step with
 // exit code 130 and a checkpoint that resumes to the bits of a run never stopped.
 TEST(Stage01TrainerBinary, SigintThenResumeEqualsUninterruptedBitForBit) {

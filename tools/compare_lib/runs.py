@@ -47,9 +47,11 @@ class Run:
     exit_code: int = 0
     wall_seconds: float = 0.0
     options: dict = field(default_factory=dict)  # what the run varied (parallel mode, threads, kernel)
+    peer: str = ""                    # "pytorch" for a row of another framework (compare_lib/peers.py), else ""
     # Filled in by the table: (stage id, ratio) of the speedups, or None.
     vs_prev: tuple = None
     vs_first: tuple = None
+    vs_peer: tuple = None             # (fastest peer row, its seconds / this row's) for the same model
 
     @property
     def scaled(self):
@@ -65,16 +67,19 @@ class Run:
         d["scaled"] = self.scaled
         d["vs_prev_stage"], d["speedup_vs_prev"] = self.vs_prev or (None, None)
         d["vs_first_stage"], d["speedup_vs_first"] = self.vs_first or (None, None)
-        del d["vs_prev"], d["vs_first"]
+        d["peer_best_row"], d["speedup_vs_peer_best"] = self.vs_peer or (None, None)
+        del d["vs_prev"], d["vs_first"], d["vs_peer"]
         return d
 
 
 def run_from_dict(d):
     """The Run that to_dict() wrote (compare.json's rows), to redraw a table without training again."""
-    fields = {k: v for k, v in d.items() if k in Run.__dataclass_fields__ and k not in ("vs_prev", "vs_first")}
+    fields = {k: v for k, v in d.items()
+              if k in Run.__dataclass_fields__ and k not in ("vs_prev", "vs_first", "vs_peer")}
     run = Run(**fields)
     run.vs_prev = (d["vs_prev_stage"], d["speedup_vs_prev"]) if d.get("vs_prev_stage") else None
     run.vs_first = (d["vs_first_stage"], d["speedup_vs_first"]) if d.get("vs_first_stage") else None
+    run.vs_peer = (d["peer_best_row"], d["speedup_vs_peer_best"]) if d.get("peer_best_row") else None
     return run
 
 
