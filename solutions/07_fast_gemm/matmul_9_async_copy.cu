@@ -8,6 +8,24 @@
 namespace course {
 
 namespace {
+
+/// Kernel 9 with tile sizes `Shape` on `p`: one block per BM x BN tile of C (times the slices of K).
+template <class Shape>
+void launch_async_copy(const GemmProblem& p, cudaStream_t stream) {
+  const dim3 grid((p.N + Shape::BN - 1) / Shape::BN, (p.M + Shape::BM - 1) / Shape::BM, simt::k_slices(p));
+  const simt::Operand a = simt::operand_a(p), b = simt::operand_b(p);
+  const bool vec_c = simt::c_takes_float4(p);
+  if (!p.trans_a && !p.trans_b)
+    matmul_async_copy_kernel<Shape, false, false><<<grid, Shape::kThreads, 0, stream>>>(p, a, b, vec_c);
+  else if (!p.trans_a && p.trans_b)
+    matmul_async_copy_kernel<Shape, false, true><<<grid, Shape::kThreads, 0, stream>>>(p, a, b, vec_c);
+  else if (p.trans_a && !p.trans_b)
+    matmul_async_copy_kernel<Shape, true, false><<<grid, Shape::kThreads, 0, stream>>>(p, a, b, vec_c);
+  else
+    matmul_async_copy_kernel<Shape, true, true><<<grid, Shape::kThreads, 0, stream>>>(p, a, b, vec_c);
+  CUDA_CHECK_LAUNCH();
+}
+
 /// Kernel 9's own tile sizes: kernel 8's, so that the two differ only in how tiles are loaded.
 using Kernel9Shape = TileShape<128, 128, 8, 32, 64>;
 
