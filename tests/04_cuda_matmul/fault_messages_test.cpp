@@ -74,7 +74,7 @@ TEST(Stage04_FaultMessages, AnIllegalAddressNamesTheTaskAndLaterTestsSayTheConte
   EXPECT_CONTAINS(f.out, message);
   EXPECT_CONTAINS(f.out, "every later test in this binary that uses the GPU fails with the same error");
   EXPECT_CONTAINS(f.out, "GPU context lost earlier: Task4_2_PlantedOutOfBounds.ALaterTestFindsTheContextLost (Task "
-                         "4.2's code) fails because test " + first + " met an illegal memory access");
+                         "4.2's code) failed after test " + first + " met an illegal memory access");
   // What tools/course check reads: the test's failures in the JSON report.
   std::ifstream in(dir / "report.json");
   ASSERT_TRUE(in) << "no JSON report: the binary did not end normally";

@@ -56,7 +56,7 @@ TEST(GpuFaultMessage, ATimeoutAndALostContextAreExplained) {
                               "compute-sanitizer --tool synccheck /b/x --gtest_filter='Task4_4_Tiled.Big'");
   EXPECT_CONTAINS(hang, "the tests after this one did not run");
   const std::string lost = explain_lost_context("Task4_5_X", "Task4_5_X.B", "Task4_4_Tiled.A", "an illegal memory access");
-  EXPECT_EQ(lost, "GPU context lost earlier: Task4_5_X.B (Task 4.5's code) fails because test Task4_4_Tiled.A met an "
+  EXPECT_EQ(lost, "GPU context lost earlier: Task4_5_X.B (Task 4.5's code) failed after test Task4_4_Tiled.A met an "
                   "illegal memory access, after which no GPU call of this process can succeed; fix that fault first "
                   "(see its message above), or run this test alone with --gtest_filter='Task4_5_X.B'");
 }

@@ -84,10 +84,11 @@ inline std::string explain_fault(FaultKind kind, const std::string& suite, const
   return s;
 }
 
-/// The note on a later test that fails only because the context was lost in `first_test`.
+/// The note on a later test that failed once the context was lost in `first_test`: most likely
+/// for that reason, since every GPU call then fails.
 inline std::string explain_lost_context(const std::string& suite, const std::string& test,
                                         const std::string& first_test, const std::string& error) {
-  return "GPU context lost earlier: " + test + " (" + whose_code(suite, test) + ") fails because test " + first_test +
+  return "GPU context lost earlier: " + test + " (" + whose_code(suite, test) + ") failed after test " + first_test +
          " met " + error + ", after which no GPU call of this process can succeed; fix that fault first (see its"
          " message above), or run this test alone with --gtest_filter=" + shell_quote(test);
 }

@@ -145,19 +145,24 @@ class GpuFaultReport : public testing::EmptyTestEventListener {
  public:
   GpuFaultReport() : watchdog_(time_limit_seconds()) {}
 
+  // Asked once, before any test: after a fault even this question may fail.
+  void OnTestProgramStart(const testing::UnitTest&) override { gpu_present_ = gpu_available(); }
+
   void OnTestStart(const testing::TestInfo& t) override { watchdog_.arm(t); }
 
   // Runs before the default printer's OnTestEnd (GoogleTest calls the end
   // events in reverse order), so a failure added here is printed and counted
   // with the test, and lands in its --gtest_output report.
   void OnTestEnd(const testing::TestInfo& t) override {
-    if (!gpu_present()) {
+    if (!gpu_present_) {
       watchdog_.disarm();
       return;
     }
     const KnownFault* fault = nullptr;
     cudaError_t code = cudaSuccess;
-    // A fault a CUDA_CHECK threw, named in the test's failures...
+    bool named = false;
+    // A fault a CUDA_CHECK threw, named in the test's failures (or in its skip:
+    // after a lost context even "is there a GPU?" may fail with the fault)...
     const testing::TestResult& result = *t.result();
     for (int i = 0; i < result.total_part_count() && fault == nullptr; ++i) {
       const std::string text = result.GetTestPartResult(i).message();
@@ -165,6 +170,7 @@ class GpuFaultReport : public testing::EmptyTestEventListener {
         if (text.find(cudaGetErrorString(f.code)) != std::string::npos) {
           fault = &f;
           code = f.code;
+          named = true;
           break;
         }
     }
@@ -179,7 +185,7 @@ class GpuFaultReport : public testing::EmptyTestEventListener {
     if (fault == nullptr) return;
     const std::string test = full_name(t);
     if (!lost_in_.empty()) {
-      if (result.Failed())
+      if (result.Failed() || named)  // a test skipped for the lost context fails: it could not run
         ADD_FAILURE_AT(t.file(), t.line()) << explain_lost_context(t.test_suite_name(), test, lost_in_, lost_error_);
       return;
     }
@@ -194,11 +200,7 @@ class GpuFaultReport : public testing::EmptyTestEventListener {
   void OnTestProgramEnd(const testing::UnitTest&) override { watchdog_.shutdown(); }
 
  private:
-  static bool gpu_present() {
-    static const bool present = gpu_available();
-    return present;
-  }
-
+  bool gpu_present_ = false;
   Watchdog watchdog_;
   std::string lost_in_, lost_error_;  ///< the test where the context was lost, and the error
 };

@@ -76,7 +76,8 @@ inline ::testing::AssertionResult close_in_norm(const std::vector<NamedTensor>& 
 
 /// The model files `want` and `got` hold the same parameters: bit for bit when
 /// every run chose the same algorithms (all of `choices` equal), else within
-/// 1e-3 in norm per tensor, and the test says why.
+/// 1e-2 in norm per tensor (rounding differences grow over
+/// hundreds of SGD steps), and the test says why.
 inline void expect_same_model(const std::string& want, const std::string& got, const std::vector<std::string>& choices) {
   const ModelFile a = load_model(want), b = load_model(got);
   if (std::all_of(choices.begin(), choices.end(), [&](const std::string& c) { return c == choices.front(); })) {
@@ -86,8 +87,8 @@ inline void expect_same_model(const std::string& want, const std::string& got, c
   }
   std::cout << "[   NOTE   ] the runs measured their algorithms apart and chose differently:\n";
   for (const std::string& c : choices) std::cout << c << "--\n";
-  std::cout << "so they round differently: compared within 1e-3 in norm instead of bit for bit\n";
-  EXPECT_TRUE(close_in_norm(b.tensors, a.tensors, 1e-3));
+  std::cout << "so they round differently: compared within 1e-2 in norm instead of bit for bit\n";
+  EXPECT_TRUE(close_in_norm(b.tensors, a.tensors, 1e-2));
 }
 
 /// What run `r`'s stdout says it chose ("" when the stage chooses nothing).

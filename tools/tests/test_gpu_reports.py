@@ -151,7 +151,7 @@ class FirstReason(unittest.TestCase):
         self.assertEqual(self.course.first_reason(message), fault)
 
     def test_a_lost_context_and_a_hang_are_passed_through(self):
-        lost = "GPU context lost earlier: Task4_2_Grid.B (Task 4.2's code) fails because ..."
+        lost = "GPU context lost earlier: Task4_2_Grid.B (Task 4.2's code) failed after test ..."
         self.assertEqual(self.course.first_reason("x.cpp:3\nFailed\n" + lost), lost)
         # A binary the time limit stopped leaves no report: run_task() keeps its output's tail.
         hang = "GPU fault in Task 4.3's code: the test did not finish within 3 s (test T.t); a __syncthreads() ..."
