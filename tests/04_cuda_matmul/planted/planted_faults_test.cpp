@@ -44,7 +44,7 @@ TEST(Task4_1_PlantedLaunchError, ABlockOfTooManyThreads) {
 // the writes past C fault, and the copy back reports it.
 TEST(Task4_2_PlantedOutOfBounds, WritesPastTheEndOfC) {
   SKIP_WITHOUT_A_GPU_AT_START();
-  const int M = 100, N = 100, K = 100;  // 7 x 7 tiles of 16: 12 rows and columns of threads outside C
+  const int M = 100, N = 100, K = 100;  // 4 x 13 blocks of 32 x 8: 28 rows and 4 columns of threads outside C
   const std::vector<float> a = random_floats(M * K, 1), b = random_floats(K * N, 2);
   DeviceBuffer<float> A = to_device(a), B = to_device(b);
   planted::GuardedBuffer C(static_cast<std::size_t>(M) * N);

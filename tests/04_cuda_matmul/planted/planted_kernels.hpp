@@ -31,9 +31,10 @@ class GuardedBuffer {
   float* data_ = nullptr;
 };
 
-/// Task 4.2's grid of 16 x 16 tiles, C [M, N] = A [M, K] B [K, N], with the bounds
-/// check left out: the threads of the last row and column of tiles that fall
-/// outside C read past A and write past C. Checks the launch (course::GpuError).
+/// Task 4.2's grid, blocks of 32 x 8 threads, thread (m, n) computing C[m][n] of
+/// C [M, N] = A [M, K] B [K, N], with the bounds check left out: the threads of the
+/// last blocks that fall outside C read past A and write past C. Checks the
+/// launch (course::GpuError).
 void matmul_grid_without_bounds_check_gpu(const float* A, const float* B, float* C, int M, int N, int K);
 
 /// A kernel that waits for *flag to become nonzero, which nothing ever makes it:
