@@ -20,12 +20,12 @@ namespace {
 
 const StageInfo kStage{"04_cuda_matmul", "Stage 04 (test)"};
 
-// The trainer binary of this test binary's track, on a model big enough that an
-// epoch of the synthetic set (8000 examples, 500 steps of 16) lasts long enough
-// for a signal from outside to land inside it.
+// The trainer binary of this test binary's track, on a model big enough, in
+// batches small enough, that an epoch of the synthetic set (8000 examples, 1000
+// steps of 8) lasts long enough for a signal from outside to land inside it.
 TrainerBinary trainer() {
   return {trainer_process::bin_dir() / ("s04_train_" + trainer_process::track()),
-          {"--dataset", "synthetic", "--layers", "784,1024,1024,10", "--batch", "16"},
+          {"--dataset", "synthetic", "--layers", "784,1024,1024,10", "--batch", "8"},
           {}};
 }
 

@@ -33,11 +33,12 @@ std::string chosen_algorithms(const std::string& out) {
   return chosen;
 }
 
-// The trainer binary of this test binary's track: the `cnn` on the synthetic set
-// (8000 examples, 250 steps of 32 an epoch, every one a graph replay).
+// The trainer binary of this test binary's track: the `cnn` on the synthetic set in
+// small batches (8000 examples, 1000 steps of 8 an epoch, every one a graph replay),
+// so that an epoch lasts long enough for a signal from outside to land inside it.
 TrainerBinary trainer() {
   return {trainer_process::bin_dir() / ("s06_train_" + trainer_process::track()),
-          {"--dataset", "synthetic", "--model", "cnn", "--batch", "32", "--verbose"},
+          {"--dataset", "synthetic", "--model", "cnn", "--batch", "8", "--verbose"},
           chosen_algorithms};
 }
 
