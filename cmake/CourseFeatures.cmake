@@ -100,6 +100,9 @@ if(COURSE_ENABLE_CUDA AND COURSE_SANITIZE STREQUAL "")
       set(CMAKE_CUDA_ARCHITECTURES 80 86 89 90)
     endif()
     enable_language(CUDA)
+    # Line numbers of device code (no change to the code generated): a fault
+    # found by compute-sanitizer is then reported at its file and line.
+    add_compile_options($<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
     set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit QUIET)

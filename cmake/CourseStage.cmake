@@ -126,6 +126,16 @@ function(course_stage dir)
       add_executable(${exe} ${_test_sources})
       target_link_libraries(${exe} PRIVATE ${lib} course_test_support GTest::gtest_main)
       target_compile_options(${exe} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${COURSE_WARNINGS}>)
+      if(ST_GPU)
+        # A fault of the code under test (an illegal address, a refused launch, a
+        # kernel that never returns) fails with one message naming the task, the
+        # CUDA error and the compute-sanitizer command that finds the line.
+        target_sources(${exe} PRIVATE ${CMAKE_SOURCE_DIR}/tests/support/gpu_fault_report.cpp)
+        # Their trainer tests run the stage's trainer binary of the same track.
+        if(ST_TRAINER)
+          add_dependencies(${exe} ${prefix}_train_${track})
+        endif()
+      endif()
       set(_names "")
       foreach(task ${_tasks})
         string(REPLACE "." "_" _t "${task}")

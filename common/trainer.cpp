@@ -174,15 +174,22 @@ struct ResumePoint {
   long examples_done = 0;
 };
 
-// "loss is NaN at epoch 3, step 17 of 938: ..." (step 0: not known).
-std::string divergence_message(double loss, int epoch, int step, int steps, double lr) {
+// "loss is NaN at epoch 3, step 17 of 938: ..." (step 0: not known). `stopped_after`
+// > 0: an engine that checks its loss late (course::NonFiniteLoss) stopped after that step.
+std::string divergence_message(double loss, int epoch, int step, int steps, double lr, int stopped_after = 0) {
   std::string where = "at epoch " + std::to_string(epoch);
   if (step > 0)
     where += ", step " + std::to_string(step) + " of " + std::to_string(steps);
   else
     where += " (this stage reports its loss once per epoch, so the first bad step is not known)";
-  return std::string("loss is ") + (std::isinf(loss) ? "Inf" : "NaN") + " " + where +
-         ": the run diverged; try a smaller --lr, e.g. " + fmt("%g", lr / 10) + " (now " + fmt("%g", lr) + ")";
+  std::string message = std::string("loss is ") + (std::isinf(loss) ? "Inf" : "NaN") + " " + where +
+                        ": the run diverged; try a smaller --lr, e.g. " + fmt("%g", lr / 10) + " (now " +
+                        fmt("%g", lr) + ")";
+  if (stopped_after > 0)
+    message += "\n(this stage keeps its loss on the device and reads it back a few steps late: the run stopped"
+               " after step " +
+               std::to_string(stopped_after) + ")";
+  return message;
 }
 
 void warn_if_differs(const std::string& flag, bool differs, const std::string& now, const std::string& saved) {
@@ -422,6 +429,10 @@ int train_or_evaluate(const TrainerOptions& o, const StageInfo& stage, const Eng
                                                             : stage.id + ".ckpt";
   const std::uint64_t labels_hash = labels_fingerprint(train);
   if (o.checkpoint_every > 0) optimizer_state_or_usage_error(*engine, stage, "--checkpoint-every");
+  const std::string nondeterminism = engine->nondeterminism();
+  if (!nondeterminism.empty() && (o.checkpoint_every > 0 || !o.resume.empty()))
+    std::cerr << "note: " << nondeterminism << ", so a resumed run matches an uninterrupted one only to rounding,"
+              << " not bit for bit\n";
   results["epochs"] = json::array();
   ResumePoint start;  // where training starts: epoch 0, step 0 unless resumed
   if (!o.resume.empty()) {
@@ -559,6 +570,23 @@ int train_or_evaluate(const TrainerOptions& o, const StageInfo& stage, const Eng
         });
         train_seconds = timer.seconds();
         bar.finish();
+      } catch (const NonFiniteLoss& bad) {
+        // An engine that checks its loss late (the GPU engines) counts steps in
+        // the Dataset it was given: after a resume inside this epoch, the
+        // examples left after step start.step, so the epoch's step is start.step more.
+        const int first_step = (partial ? start.step : 0);
+        std::cout.flush();
+        std::cerr << divergence_message(bad.loss_sum(), epoch, first_step + bad.step(), steps_per_epoch, o.lr,
+                                        first_step + bad.steps_queued())
+                  << "\n";
+        results["epochs"].push_back({{"epoch", epoch},
+                                     {"loss", nullptr},
+                                     {"step", first_step + bad.step()},
+                                     {"stopped_after_step", first_step + bad.steps_queued()}});
+        results["status"] = "diverged";
+        results["total_seconds"] = total_timer.seconds();
+        write_json(o, results);
+        return kExitDiverged;
       } catch (const StopEpoch& stop) {
         if (!stop.diverged)
           return stop_for_signal(epoch - 1, stop.step, stop.examples_done,

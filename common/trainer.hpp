@@ -64,8 +64,10 @@ enum TrainerExit : int {
 /// Safety (docs/robustness.md):
 /// - A NaN or Inf loss stops the run with kExitDiverged and a message naming
 ///   the epoch and the step and suggesting a smaller --lr. The step is known
-///   when the engine reports its loss per batch (Engine::reports_batch_loss());
-///   otherwise the check happens once per epoch and the message says so.
+///   when the engine reports its loss per batch (Engine::reports_batch_loss())
+///   or throws course::NonFiniteLoss (the GPU engines, which check their loss
+///   on the device a few steps late and stop there); otherwise the check
+///   happens once per epoch and the message says so.
 /// - `--checkpoint-every N` saves a checkpoint (common/checkpoint.hpp) after
 ///   every N-th epoch, atomically, to `--checkpoint FILE` (default: the
 ///   --resume file, else `<stage id>.ckpt`); a checkpoint that cannot be
@@ -73,7 +75,9 @@ enum TrainerExit : int {
 /// - `--resume FILE` restores the parameters and the optimizer state
 ///   (Engine::set_optimizer_state()) and continues at the epoch and step
 ///   saved, up to --epochs: same seed and settings, bit-identical parameters
-///   to a run never stopped. Other data is refused; other settings are warned about.
+///   to a run never stopped (an engine whose runs differ in the last bits says so,
+///   Engine::nondeterminism(), and the trainer prints it). Other data is
+///   refused; other settings are warned about.
 /// - Ctrl-C (SIGINT) or SIGTERM during training finishes the current step,
 ///   saves a checkpoint, prints the command that continues the run and
 ///   returns kExitInterrupted; a second Ctrl-C ends the program at once. A

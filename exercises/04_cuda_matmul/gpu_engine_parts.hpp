@@ -12,7 +12,10 @@
 ///   layer and pass;
 /// - DeviceSums: the loss sum and correct count an epoch keeps on the device,
 ///   copied to the host once;
-/// - train_epoch_in_batches(): train_epoch() as begin, every batch, end.
+/// - DeviceLossSlots: the running loss sum copied back a few steps late, so
+///   that a NaN or Inf loss stops the run at once (common/loss_check.hpp);
+/// - train_epoch_in_batches(): train_epoch() as begin, every batch with its
+///   loss check, end.
 #pragma once
 
 #include <algorithm>
@@ -26,6 +29,7 @@
 #include "common/cuda_check.hpp"
 #include "common/data.hpp"
 #include "common/engine.hpp"
+#include "common/loss_check.hpp"
 #include "common/tensor.hpp"
 
 namespace course {
@@ -121,18 +125,51 @@ struct DeviceSums {
   EpochStats read(long seen, cudaStream_t stream = 0) const;
 };
 
+/// The slots of common/loss_check.hpp on a GPU: slot i is one double of pinned
+/// host memory, where an asynchronous copy of the running loss sum lands, and
+/// an event recorded on the stream right after that copy. Pinned memory, since
+/// a copy to ordinary (pageable) host memory would make the host wait for it.
+class DeviceLossSlots {
+ public:
+  /// `count` slots for copies of `*loss_sum` (a DeviceSums' loss_sum), queued on `stream`.
+  DeviceLossSlots(const double* loss_sum, cudaStream_t stream, int count);
+  /// Waits for the copies still on their way (a stop may leave some), then frees the slots.
+  ~DeviceLossSlots();
+  DeviceLossSlots(const DeviceLossSlots&) = delete;
+  DeviceLossSlots& operator=(const DeviceLossSlots&) = delete;
+
+  /// Queues, after the work queued so far on the stream, a copy of the running sum into `slot`.
+  void record(int slot);
+  /// Waits for the copy into `slot` (for the GPU to reach it) and returns it.
+  double wait(int slot);
+
+ private:
+  void release();
+
+  const double* loss_sum_;
+  cudaStream_t stream_;
+  double* host_ = nullptr;            ///< [count], pinned
+  std::vector<cudaEvent_t> events_;   ///< [count]
+};
+
 /// One epoch of a GPU engine: engine.begin_epoch(train, epoch), engine.train_batch(b) for
-/// every batch, engine.end_epoch(). `on_batch` gets NaN for the loss: it stays on the device
-/// until the end. Stages 04, 05 and 06 train this way; only their steps differ.
+/// every batch, engine.end_epoch(). Stages 04, 05 and 06 train this way; only their steps differ.
+///
+/// `sums` are the DeviceSums the engine's training steps add to, on `stream`. `on_batch`
+/// gets NaN for the loss, which stays on the device; instead, after each step, a copy of
+/// the running loss sum is queued, and the copy of the step kLossCheckLag back is read
+/// (course::train_steps_checked, common/loss_check.hpp). When one is NaN or Inf, this
+/// throws course::NonFiniteLoss naming that step: the run stops at most kLossCheckLag
+/// steps later, with no synchronisation per step. When `on_batch` throws (a stop:
+/// Ctrl-C), the steps queued so far are checked first, and a bad one turns the stop
+/// into NonFiniteLoss.
 template <typename GpuEngine>
 EpochStats train_epoch_in_batches(GpuEngine& engine, const Dataset& train, int epoch, int batch,
-                                  const BatchCallback& on_batch) {
+                                  const BatchCallback& on_batch, const DeviceSums& sums, cudaStream_t stream = 0) {
   engine.begin_epoch(train, epoch);
-  const int batches = engine.num_batches();
-  for (int b = 0; b < batches; ++b) {
-    engine.train_batch(b);
-    if (on_batch) on_batch(std::min(static_cast<long>(b + 1) * batch, static_cast<long>(train.size())), std::nan(""));
-  }
+  DeviceLossSlots slots(sums.loss_sum.get(), stream, kLossCheckLag + 1);
+  train_steps_checked(engine.num_batches(), batch, train.size(), slots, kLossCheckLag,
+                      [&](int b) { engine.train_batch(b); }, on_batch);
   return engine.end_epoch();
 }
 

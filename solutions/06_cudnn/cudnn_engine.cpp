@@ -384,7 +384,7 @@ EpochStats CudnnEngine::end_epoch() {
 }
 
 EpochStats CudnnEngine::train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) {
-  return train_epoch_in_batches(*this, train, epoch, cfg_.batch, on_batch);
+  return train_epoch_in_batches(*this, train, epoch, cfg_.batch, on_batch, sums_, stream());
 }
 
 EpochStats CudnnEngine::evaluate(const Dataset& data, std::vector<int>* predictions) {
@@ -446,5 +446,11 @@ std::string CudnnEngine::algorithm_report() {
 }
 
 void CudnnEngine::reset_layer_times() { profiler_.reset(); }
+
+std::string CudnnEngine::nondeterminism() const {
+  if (algo_rule_ != AlgoRule::Fastest) return "";
+  return "stage 06 with --conv-algos fastest may run cuDNN algorithms that add with atomics, in the order the "
+         "threads arrive";
+}
 
 }  // namespace course

@@ -9,7 +9,7 @@
 /// | every parameter, gradient and velocity, one flat buffer each | parameters at start and on get/set  |
 /// | each layer's output and gradient; one shared workspace     | never                                 |
 /// | the epoch's shuffled order and the step counter            | order uploaded once per epoch         |
-/// | the epoch's loss sum and correct count                     | read once per epoch                   |
+/// | the epoch's loss sum and correct count                     | read once per epoch; the loss sum also copied back after every step, read a few steps late (the NaN check) |
 ///
 /// | on the host, once per batch size                           | made                                  |
 /// |------------------------------------------------------------|---------------------------------------|
@@ -74,7 +74,8 @@ class CudnnEngine : public Engine {
   /// Read by every SGD step that follows.
   void set_learning_rate(double lr) override { cfg_.lr = lr; }
   /// begin_epoch(), train_batch() for every batch in order, end_epoch().
-  /// `on_batch` gets NaN for the loss: it stays on the device until the end.
+  /// `on_batch` gets NaN for the loss, which stays on the device; a NaN or Inf loss
+  /// throws NonFiniteLoss a few steps later (train_epoch_in_batches()).
   EpochStats train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) override;
   EpochStats evaluate(const Dataset& data, std::vector<int>* predictions) override;
   std::vector<NamedTensor> get_parameters() override;
@@ -86,6 +87,9 @@ class CudnnEngine : public Engine {
   /// gather, the loss and the SGD update, from CUDA events.
   std::vector<LayerTime> layer_times() const override { return profiler_.times(); }
   void reset_layer_times() override;
+  /// Non-empty for AlgoRule::Fastest, whose algorithms may add with atomics: then two
+  /// runs, and a resumed run and an uninterrupted one, differ in the last bits.
+  std::string nondeterminism() const override;
 
   // ---- the pieces of train_epoch(), public for the benchmarks and tests ----
 
