@@ -410,10 +410,14 @@ void CudnnEngine::train_batch_without_examples() {
 }
 
 void CudnnEngine::set_gradient_sync(GradientSync* sync) {
-  CUDA_CHECK(cudaStreamSynchronize(stream()));  // a replay of the old graph may still run
-  graph_.reset();
+  drop_graph();
   warmed_up_ = false;  // the warm-up runs the new hooks' work once outside a capture too
   sync_ = sync;
+}
+
+void CudnnEngine::drop_graph() {
+  CUDA_CHECK(cudaStreamSynchronize(stream()));  // a replay of the old graph may still run
+  graph_.reset();
 }
 
 EpochStats CudnnEngine::end_epoch() {

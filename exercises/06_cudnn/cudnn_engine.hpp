@@ -117,6 +117,12 @@ class CudnnEngine : public Engine {
   /// From now on every training step calls `sync`'s hooks (gpu_engine_parts.hpp;
   /// nullptr: none). A step captured before is captured again, with them.
   void set_gradient_sync(GradientSync* sync);
+  /// Forgets the captured step: the next full batch is captured anew. Stage 09
+  /// calls it on every rank at the start of every epoch, because a capture
+  /// holding NCCL calls is collective (every rank captures at the same step),
+  /// and what makes this engine capture again by itself (a larger workspace for
+  /// a new batch size, say) differs from rank to rank.
+  void drop_graph();
   /// Each layer's share of the flat gradient buffer, in the order backward()
   /// finishes them (the last layer first): the order of the gradients_queued() calls.
   const std::vector<GradientRange>& gradient_ranges() const { return grad_ranges_; }

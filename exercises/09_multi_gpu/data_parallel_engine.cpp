@@ -110,6 +110,9 @@ EpochStats DataParallelEngine::train_epoch(const Dataset& train, int epoch, cons
   const ShardPlan plan(train.size(), global_.batch, world());
   // Every rank draws the same order (same seed, same epoch) and keeps its slices of it.
   local_->begin_epoch_in_order(train, plan.rank_order(epoch_order(train.size(), global_.seed, epoch), rank()));
+  // Capturing NCCL calls is collective: every rank captures the epoch's first
+  // full step anew, whatever made its own engine want to (or not).
+  if (world() > 1) local_->drop_graph();
   int batch = 0;  // the local engine's next batch
   for (long s = 0; s < plan.steps(); ++s) {
     set_weight(plan.weight(s, rank()));

@@ -2,6 +2,7 @@
 /// @brief Stage 09: starting one process per GPU, waiting for them, stopping them together (glue; see the header).
 #include "09_multi_gpu/launcher.hpp"
 
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -49,8 +50,18 @@ class PassSignalsOn {
       sigaction(kSignals[i], &action, &previous_[i]);
     }
   }
-  ~PassSignalsOn() {
+  ~PassSignalsOn() { restore(); }
+  /// Puts the previous dispositions back: in the destructor, and in a child
+  /// before exec() (there, until exec, a signal would only set the child's flag).
+  void restore() const {
     for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &previous_[i], nullptr);
+  }
+  /// The three signals, for a signal mask.
+  static sigset_t set() {
+    sigset_t s;
+    sigemptyset(&s);
+    for (int signal : kSignals) sigaddset(&s, signal);
+    return s;
   }
   PassSignalsOn(const PassSignalsOn&) = delete;
   PassSignalsOn& operator=(const PassSignalsOn&) = delete;
@@ -169,10 +180,17 @@ int launch_ranks(const LaunchRequest& request, std::ostream& out, std::ostream& 
   }
 
   PassSignalsOn pass_signals;  // before the first fork: no signal falls between the two
+  // The three signals wait while the ranks are started: a child between fork()
+  // and exec() gets the dispositions it will exec with, and only then the signal.
+  const sigset_t held = PassSignalsOn::set();
+  sigset_t mask_before;
+  pthread_sigmask(SIG_BLOCK, &held, &mask_before);
   std::vector<pid_t> pids(static_cast<std::size_t>(request.ranks), -1);
   for (int r = 0; r < request.ranks; ++r) {
     const pid_t pid = ::fork();
     if (pid == 0) {
+      pass_signals.restore();
+      pthread_sigmask(SIG_SETMASK, &mask_before, nullptr);
       ::execve(request.program.c_str(), argv.data(), envps[static_cast<std::size_t>(r)].data());
       const std::string& why = exec_failures[static_cast<std::size_t>(r)];
       if (::write(STDERR_FILENO, why.data(), why.size()) < 0) {
@@ -181,6 +199,7 @@ int launch_ranks(const LaunchRequest& request, std::ostream& out, std::ostream& 
     }
     if (pid < 0) {
       const std::string why = std::strerror(errno);
+      pthread_sigmask(SIG_SETMASK, &mask_before, nullptr);
       signal_all(pids, SIGKILL);
       for (pid_t p : pids)
         if (p > 0) ::waitpid(p, nullptr, 0);
@@ -189,6 +208,7 @@ int launch_ranks(const LaunchRequest& request, std::ostream& out, std::ostream& 
     }
     pids[static_cast<std::size_t>(r)] = pid;
   }
+  pthread_sigmask(SIG_SETMASK, &mask_before, nullptr);  // a signal that came meanwhile is noted now
   out << "launcher: " << request.ranks << " rank" << (request.ranks == 1 ? "" : "s")
       << ", one process per GPU (rank r on GPU r); NCCL id through " << id_file << std::endl;
 

@@ -59,7 +59,7 @@ int launch(int argc, char** argv, const course::MultiGpuOptions& mg) {
     request.args.assign(argv, argv + argc);
     return course::launch_ranks(request, std::cout, std::cerr);
   } catch (const course::LaunchError& e) {
-    std::cerr << "error: " << e.what() << "\nRun with --help for the options.\n";
+    std::cerr << "error: " << e.what() << "\n";
     return course::kExitUsage;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -25,6 +25,7 @@
 #include "common/cuda_check.hpp"
 #include "common/model_file.hpp"
 #include "common/nccl_check.hpp"
+#include "common/rng.hpp"
 
 namespace course::s09test {
 
@@ -89,6 +90,14 @@ class LocalRanks {
  private:
   std::vector<ncclComm_t> comms_;
 };
+
+/// n floats uniform in [-3, 3).
+inline std::vector<float> random_values(std::size_t n, std::uint64_t seed) {
+  Rng rng(seed, 4);
+  std::vector<float> v(n);
+  for (float& x : v) x = static_cast<float>(rng.uniform(-3, 3));
+  return v;
+}
 
 /// A fresh, empty folder named after the running test.
 inline fs::path fresh_dir() {

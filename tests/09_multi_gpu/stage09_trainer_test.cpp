@@ -101,7 +101,8 @@ fs::path save_spread_start(const fs::path& dir) {
 // ---- without several GPUs -------------------------------------------------------
 
 // On a machine with fewer than two GPUs, --gpus 2 stops with one line saying why.
-TEST(Stage09_Trainer, TooFewGpusForGpus2IsSaidPlainly) {
+// (A suite of its own: CTest counts a suite with a skipped test as skipped.)
+TEST(Stage09_TooFewGpus, Gpus2SaysWhyItCannotRun) {
   const int gpus = gpu_count();
   if (gpus >= 2) GTEST_SKIP() << "CUDA shows " << gpus << " GPUs here: --gpus 2 can run";
   const fs::path dir = fresh_dir();
@@ -211,7 +212,7 @@ TEST(Stage09_Trainer, ProfileShowsTheAllReduce) {
 
 // What the two-GPU comparison relies on, checked on the CPU: its 20 steps do not
 // branch when the weights move by 1e-6 (cnn_comparison.hpp). Runs everywhere.
-TEST(Stage09_Trainer, TwentyStepComparisonDoesNotBranchOnTheCpu) {
+TEST(Stage09_CpuPremise, TwentyStepComparisonDoesNotBranch) {
   DataOptions data;
   data.dataset = "synthetic";
   data.limit = kTwentySteps;

@@ -10,20 +10,12 @@
 
 #include "09_multi_gpu/communicator.hpp"
 #include "09_multi_gpu/flat_allreduce.hpp"
-#include "common/rng.hpp"
 #include "s09_support.hpp"
 
 using namespace course;
 using namespace course::s09test;
 
 namespace {
-
-std::vector<float> random_values(std::size_t n, std::uint64_t seed) {
-  Rng rng(seed, 4);
-  std::vector<float> v(n);
-  for (float& x : v) x = static_cast<float>(rng.uniform(-3, 3));
-  return v;
-}
 
 void set_weight(DeviceBuffer<float>& w, float value) { CUDA_CHECK(cudaMemcpy(w.get(), &value, sizeof value, cudaMemcpyHostToDevice)); }
 

@@ -16,7 +16,6 @@
 #include "09_multi_gpu/communicator.hpp"
 #include "09_multi_gpu/flat_allreduce.hpp"
 #include "common/nccl_check.hpp"
-#include "common/rng.hpp"
 #include "s09_support.hpp"
 
 using namespace course;
@@ -45,13 +44,6 @@ ncclRedOp_t weighted_sum(ncclComm_t comm, float* weight) {
   ncclRedOp_t op{};
   NCCL_CHECK(ncclRedOpCreatePreMulSum(&op, weight, ncclFloat, ncclScalarDevice, comm));
   return op;
-}
-
-std::vector<float> random_values(std::size_t n, std::uint64_t seed) {
-  Rng rng(seed, 4);
-  std::vector<float> v(n);
-  for (float& x : v) x = static_cast<float>(rng.uniform(-3, 3));
-  return v;
 }
 
 // One step as an engine queues it.

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Stage 09 on a GPU machine, in one call: find NCCL, configure, build what stage
+# 09 needs, run its tests (with one GPU the world-of-one ones; those that need two
+# skip and say so), train with --gpus 1 alone and through the launcher, time the
+# all-reduce of every model's gradient, and print a summary. Every step is timed
+# and bounded: about 5 to 6 minutes on an H100 machine with 16 cores.
+#
+#   OUT=/some/folder tools/gpu/stage09.sh        (run from anywhere; it works in the repository root)
+#
+# NCCL: a system NCCL (nccl.h and libnccl.so where CMake looks) is used when
+# there is one; else PyTorch's wheel's libnccl.so.2 (python3 -c 'import
+# nvidia.nccl'), with the wheel's nccl.h or, when the wheel has none, the one
+# in .carry/include (copy it there from a machine with NCCL:
+# cp /usr/local/cuda/include/nccl.h .carry/include/). The trainer prints both
+# versions (header and library) and refuses a library older than 2.13.
+#
+# Needs besides: CLI11 and nlohmann-json in .carry/include; GoogleTest (the
+# system, or .carry/prefix: tools/gpu/carry_test_libs.sh); Fashion-MNIST in
+# data/fashion-mnist (otherwise the trainer says so and uses the synthetic set).
+#
+# NVLink multicast stays off (NCCL_NVLS_ENABLE=0): exported here, and set by
+# the trainer and its launcher for every rank (solutions/09_multi_gpu/communicator.hpp says why).
+#
+# What comes back under $OUT:
+#   stage09.log        everything, step by step, the summary at its end
+#   allreduce.csv      the all-reduce sweep's figures (s09_allreduce_sweep)
+#   results.tar.gz     the trainer's JSON files and the test report
+#
+# When it passes, the summary's steps all say "ok", the test line reads
+# "[  PASSED  ] N tests" with the 2-GPU tests listed as skipped ("needs 2 GPUs,
+# and CUDA shows 1 here"), the epoch lines of s09 --gpus 1 sit beside stage
+# 06's, and the sweep ends "every result the mean of the ranks' inputs: yes".
+set -u -o pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$PWD/out-stage09}
+mkdir -p "$OUT"
+WORK=$(mktemp -d)
+LOG="$OUT/stage09.log"
+BUILD=build/gpu
+BIN=$BUILD/bin
+DEADLINE=${STAGE09_DEADLINE:-400}  # seconds: under the device call's limit with room for the summary
+SUMMARY=()
+: >"$LOG"
+export NCCL_NVLS_ENABLE=0
+
+STEP_WIDTH=34
+. tools/gpu/steps.sh
+
+say "stage 09 on $(hostname) at $(date -u +%FT%TZ)"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee -a "$LOG"
+nvidia-smi topo -m 2>&1 | tee -a "$LOG"
+say "nvcc: $(nvcc --version 2>&1 | tail -n 2 | head -n 1)"
+say "cmake: $(cmake --version | head -n 1)"
+
+# ---- NCCL: the system's, else PyTorch's wheel's
+NCCL_ARGS=()
+if [ -f /usr/include/nccl.h ] || [ -f /usr/local/cuda/include/nccl.h ] || [ -n "${COURSE_NCCL_ROOT:-}" ]; then
+  say "NCCL: the system's (or COURSE_NCCL_ROOT=${COURSE_NCCL_ROOT:-})"
+  [ -n "${COURSE_NCCL_ROOT:-}" ] && NCCL_ARGS=(-DCOURSE_NCCL_ROOT="$COURSE_NCCL_ROOT")
+else
+  WHEEL=$(python3 -c 'import nvidia.nccl, os; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)
+  LIB="$WHEEL/lib/libnccl.so.2"
+  if [ -n "$WHEEL" ] && [ -f "$LIB" ]; then
+    if [ -f "$WHEEL/include/nccl.h" ]; then
+      HEADER_DIR="$WHEEL/include"
+    elif [ -f .carry/include/nccl.h ]; then
+      HEADER_DIR=$PWD/.carry/include
+    else
+      HEADER_DIR=""
+    fi
+    say "NCCL: PyTorch's wheel: $LIB; header: ${HEADER_DIR:-none found (copy nccl.h into .carry/include)}"
+    [ -n "$HEADER_DIR" ] && NCCL_ARGS=(-DNCCL_INCLUDE_DIR="$HEADER_DIR" -DNCCL_LIBRARY="$LIB")
+  else
+    say "NCCL: none found (no system NCCL, no nvidia.nccl wheel for python3): stage 09 will be skipped"
+  fi
+fi
+
+GENERATOR=()
+command -v ninja >/dev/null && GENERATOR=(-G Ninja)
+DATA_ARGS=()
+[ -d data/fashion-mnist ] && DATA_ARGS=(--data-dir data/fashion-mnist)
+
+# Warnings are errors on the development machine; another compiler here must not stop the measurements.
+step configure 120 cmake -S . -B "$BUILD" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=Release -DCOURSE_WERROR=OFF \
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$PWD/.carry/prefix" -DCOURSE_BUILD_BENCHMARKS=OFF \
+  -DCOURSE_TRACKS=solution "${NCCL_ARGS[@]}"
+grep -E "\[course\] (NCCL|stage 09)" "$LOG" | tail -n 2
+step build 240 cmake --build "$BUILD" -j16 --target s09_train_solution s09_tests_solution s09_allreduce_sweep \
+  s06_train_solution
+
+# ---- the tests: with one GPU, the world-of-one tests; the 2-GPU ones skip with the reason
+step tests 200 "$BIN/s09_tests_solution" --gtest_color=no --gtest_output="json:$WORK/tests.json"
+
+# ---- the trainer, Fashion-MNIST: stage 06 and stage 09 with one GPU side by side (two
+# epochs; the first also captures the graph), the launcher path, every model at batch
+# 64 (the 1-GPU point of the weak-scaling table) and 256 (of the strong-scaling table),
+# and --profile runs with each all-reduce schedule (the all-reduce's rows per step).
+WIDE="conv64k3p1,relu,pool2,conv128k3p1,relu,pool2,conv128k3p1,relu,pool2,flatten,fc128,relu,fc10"
+train() {  # train NAME BINARY ARGS...
+  local name=$1 exe=$2
+  shift 2
+  step "train $name" 60 "$exe" "$@" "${DATA_ARGS[@]}" --no-progress --json "$WORK/train_$name.json"
+}
+train s06_cnn_b64 "$BIN/s06_train_solution" --model cnn --epochs 2
+train s09_cnn_b64 "$BIN/s09_train_solution" --model cnn --epochs 2
+train s09_cnn_b64_spawn "$BIN/s09_train_solution" --model cnn --epochs 2 --gpus 1 --spawn
+train s09_cnn_b64_flat "$BIN/s09_train_solution" --model cnn --epochs 2 --allreduce flat
+train s09_cnn-deep_b64 "$BIN/s09_train_solution" --model cnn-deep --epochs 2
+train s09_wide_b64 "$BIN/s09_train_solution" --arch "$WIDE" --epochs 2
+train s09_mlp_b64 "$BIN/s09_train_solution" --model mlp --epochs 2
+train s09_cnn_b256 "$BIN/s09_train_solution" --model cnn --epochs 2 --batch 256
+train s09_cnn-deep_b256 "$BIN/s09_train_solution" --model cnn-deep --epochs 2 --batch 256
+train s09_wide_b256 "$BIN/s09_train_solution" --arch "$WIDE" --epochs 2 --batch 256
+for model in cnn cnn-deep wide; do
+  margs=(--model "$model")
+  [ "$model" = wide ] && margs=(--arch "$WIDE")
+  train "s09_${model}_profile_buckets" "$BIN/s09_train_solution" "${margs[@]}" --epochs 1 --profile --allreduce buckets
+  train "s09_${model}_profile_flat" "$BIN/s09_train_solution" "${margs[@]}" --epochs 1 --profile --allreduce flat
+done
+
+# ---- one all-reduce of each model's gradient (and 4 KiB ... 64 MiB) on every GPU here
+step "all-reduce sweep" 60 "$BIN/s09_allreduce_sweep" --csv "$OUT/allreduce.csv"
+
+# ---- summary
+say ""
+say "================ summary (${SECONDS}s) ================"
+for line in "${SUMMARY[@]}"; do say "$line"; done
+say ""
+grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? ran|FAILED TEST|needs 2 GPUs" "$LOG" | sort | uniq -c | sort -rn | head -n 20 | tee -a "$LOG"
+say ""
+python3 - "$WORK" <<'PY' 2>&1 | tee -a "$LOG"
+import glob, json, os, sys
+work = sys.argv[1]
+print(f"{'run':28s} {'device':38s} {'epoch':>5s} {'s/epoch':>8s} {'img/s':>9s} {'test acc':>8s}  all-reduce")
+for path in sorted(glob.glob(os.path.join(work, "train_*.json"))):
+    r = json.load(open(path))
+    name = os.path.basename(path)[6:-5]
+    s = r.get("stage_results") or {}
+    how = f"{s.get('allreduce')}, {len(s.get('buckets', []))} bucket(s), {s.get('gradient_bytes', 0) / 1024:.0f} KiB, " \
+          f"{s.get('nccl_library')}" if s else ""
+    for e in r.get("epochs", []):
+        print(f"{name:28s} {r.get('device', '?')[:38]:38s} {e['epoch']:5d} {e.get('seconds', 0):8.3f} "
+              f"{e.get('images_per_second', 0):9.0f} {100 * e.get('test_accuracy', 0):7.2f}%  {how}")
+    prof = r.get("profile")
+    if prof and prof.get("layers") and r.get("epochs"):
+        # --profile waits for each step's events: the epoch's seconds over its steps is a profiled step.
+        step_us = r["epochs"][-1].get("seconds", 0) / max(prof.get("batches", 1), 1) * 1e6
+        for l in prof["layers"]:
+            if l["layer"].startswith(("all-reduce", "wait for")):
+                print(f"    {l['layer']:44s} {l['backward_ms_per_batch'] * 1000:8.1f} us per step "
+                      f"(a profiled step: {step_us:.0f} us)")
+PY
+say ""
+grep -A 40 "^all-reduce sweep:" "$LOG" | grep -E "^(all-reduce sweep|fit|gradient|mlp|cnn|wide|[0-9]+ KiB|every)" | head -n 20
+tar -czf "$OUT/results.tar.gz" -C "$WORK" . 2>>"$LOG"
+rm -rf "$WORK"
+say "logs in $OUT"
