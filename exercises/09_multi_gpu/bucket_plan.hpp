@@ -11,8 +11,8 @@
 /// into *buckets* of at least `cap_bytes`, walking in the order the backward
 /// pass finishes them:
 ///
-///     cnn, cap 128 KiB      backward order   fc2 (4 KiB)  fc1 (613 KiB) | conv2 (18 KiB) conv1 (1 KiB)
-///                           buckets          [-------- 1: 617 KiB -----] [----- 2: 19 KiB --------]
+///     cnn, cap 128 KiB      backward order   fc2 (3.9 KiB)  fc1 (612.9 KiB) | conv2 (18.1 KiB) conv1 (0.6 KiB)
+///                           buckets          [---------- 1: 616.8 KiB -----] [------ 2: 18.8 KiB ----------]
 ///
 /// Bucket 1 is all-reduced as soon as fc1's backward is queued, while conv2's
 /// and conv1's run; bucket 2 (the rest, smaller than the cap) only at the end.

@@ -24,13 +24,13 @@ std::string NcclVersions::describe() const {
 NcclVersions check_nccl_versions() {
   NcclVersions v;
   NCCL_CHECK(ncclGetVersion(&v.library));
-  if (v.library < NCCL_VERSION(2, 13, 0))
+  if (v.library < NCCL_VERSION(2, 14, 0))
     throw NcclError("the NCCL library is " + nccl_version_string(v.library) +
-                    ", older than 2.13, the oldest with every call this stage makes (compiled against " +
+                    ", older than 2.14, the oldest with every call this stage makes (compiled against " +
                     nccl_version_string(v.header) + "); point COURSE_NCCL_ROOT or LD_LIBRARY_PATH at a newer one");
   if (v.library / 100 < v.header / 100)
     std::cerr << "warning: running NCCL " << nccl_version_string(v.library) << ", compiled against the header of "
-              << nccl_version_string(v.header) << "; this stage calls nothing newer than 2.13, so it works, "
+              << nccl_version_string(v.header) << "; this stage calls nothing newer than 2.14, so it works, "
               << "but the two should match\n";
   return v;
 }

@@ -44,10 +44,10 @@ struct NcclVersions {
   std::string describe() const;
 };
 
-/// Both versions. Throws NcclError when the library is older than 2.13 (the
+/// Both versions. Throws NcclError when the library is older than 2.14 (the
 /// oldest that has every call the course makes); prints a warning to stderr
 /// when it is older than the header (it still works: the course uses no call
-/// newer than 2.13).
+/// newer than 2.14).
 NcclVersions check_nccl_versions();
 
 /// A fresh unique id (rank 0 only): 128 bytes that hold the address where this process listens.

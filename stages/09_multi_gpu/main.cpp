@@ -73,8 +73,9 @@ std::string describe_run(const course::RankPlace& me, const course::EngineConfig
   const course::ShardPlan plan(0, cfg.batch, me.world);
   std::string shares;
   for (int r = 0; r < me.world; ++r) shares += (r ? " + " : "") + std::to_string(plan.local_batch(r));
-  std::string line = "ranks: " + std::to_string(me.world) + (me.world == 1 ? " (this process alone)" : "") +
-                     (me.started_by.empty() || me.world == 1 ? "" : ", one process per GPU, started by " + me.started_by) +
+  std::string line = "ranks: " + std::to_string(me.world) +
+                     (me.started_by.empty() ? " (this process alone)"
+                                            : ", one process per GPU, started by " + me.started_by) +
                      "; global batch " + std::to_string(cfg.batch) + (me.world > 1 ? " = " + shares : "") + "\n";
   const nlohmann::json facts = engine.stage_results();
   line += "nccl: " + facts.at("nccl_library").get<std::string>() + " (header " +

@@ -163,21 +163,6 @@ TEST(Stage09_Trainer, AloneThroughTheLauncherAndStage06GiveTheSameBits) {
   EXPECT_EQ(j.at("status"), "ok");
 }
 
-// The CNN (cudnnFind chooses per process, so other bits are possible): close.
-TEST(Stage09_Trainer, TheCnnThroughTheLauncherTrainsAsAlone) {
-  S09_SKIP_WITHOUT_GPUS(1);
-  const fs::path dir = fresh_dir();
-  const std::vector<std::string> common =
-      std::vector<std::string>{"--model", "cnn", "--epochs", "1", "--lr", "0.01", "--lr-schedule", "constant"} +
-      data_args(640);
-  expect_ok(run_trainer_binary(dir, "alone", common + std::vector<std::string>{"--save", (dir / "alone.bin").string()}),
-            "alone");
-  expect_ok(run_trainer_binary(dir, "spawned", common + std::vector<std::string>{"--spawn", "--save",
-                                                                                (dir / "spawned.bin").string()}),
-            "--spawn");
-  expect_close_models(dir / "spawned.bin", dir / "alone.bin", "the launcher's rank against the process alone");
-}
-
 TEST(Stage09_Trainer, AResumedRunContinuesBitForBit) {
   S09_SKIP_WITHOUT_GPUS(1);
   const fs::path dir = fresh_dir();

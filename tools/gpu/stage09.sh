@@ -12,7 +12,7 @@
 # nvidia.nccl'), with the wheel's nccl.h or, when the wheel has none, the one
 # in .carry/include (copy it there from a machine with NCCL:
 # cp /usr/local/cuda/include/nccl.h .carry/include/). The trainer prints both
-# versions (header and library) and refuses a library older than 2.13.
+# versions (header and library) and refuses a library older than 2.14.
 #
 # Needs besides: CLI11 and nlohmann-json in .carry/include; GoogleTest (the
 # system, or .carry/prefix: tools/gpu/carry_test_libs.sh); Fashion-MNIST in
