@@ -52,27 +52,21 @@ nvidia-smi topo -m 2>&1 | tee -a "$LOG"
 say "nvcc: $(nvcc --version 2>&1 | tail -n 2 | head -n 1)"
 say "cmake: $(cmake --version | head -n 1)"
 
-# ---- NCCL: the system's, else PyTorch's wheel's
+# ---- NCCL: the system's library, else PyTorch's wheel's; the header next to it, else .carry/include's
+first_file() { for f in "$@"; do [ -f "$f" ] && { echo "$f"; return; }; done; }
+WHEEL=$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)
+NCCL_LIB=$(first_file /usr/lib/x86_64-linux-gnu/libnccl.so /usr/lib/x86_64-linux-gnu/libnccl.so.2 \
+  /usr/local/cuda/lib64/libnccl.so /usr/local/cuda/lib64/libnccl.so.2 /usr/local/cuda/lib/libnccl.so \
+  ${WHEEL:+"$WHEEL/lib/libnccl.so.2"})
+NCCL_HEADER=$(first_file /usr/include/nccl.h /usr/local/cuda/include/nccl.h ${WHEEL:+"$WHEEL/include/nccl.h"} \
+  "$PWD/.carry/include/nccl.h")
 NCCL_ARGS=()
-if [ -f /usr/include/nccl.h ] || [ -f /usr/local/cuda/include/nccl.h ] || [ -n "${COURSE_NCCL_ROOT:-}" ]; then
-  say "NCCL: the system's (or COURSE_NCCL_ROOT=${COURSE_NCCL_ROOT:-})"
-  [ -n "${COURSE_NCCL_ROOT:-}" ] && NCCL_ARGS=(-DCOURSE_NCCL_ROOT="$COURSE_NCCL_ROOT")
+if [ -n "$NCCL_LIB" ] && [ -n "$NCCL_HEADER" ]; then
+  NCCL_ARGS=(-DNCCL_LIBRARY="$NCCL_LIB" -DNCCL_INCLUDE_DIR="$(dirname "$NCCL_HEADER")")
+  say "NCCL: library $NCCL_LIB, header $NCCL_HEADER ($(grep -hE '^#define NCCL_(MAJOR|MINOR|PATCH) ' "$NCCL_HEADER" | awk '{print $3}' | paste -sd.))"
 else
-  WHEEL=$(python3 -c 'import nvidia.nccl, os; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)
-  LIB="$WHEEL/lib/libnccl.so.2"
-  if [ -n "$WHEEL" ] && [ -f "$LIB" ]; then
-    if [ -f "$WHEEL/include/nccl.h" ]; then
-      HEADER_DIR="$WHEEL/include"
-    elif [ -f .carry/include/nccl.h ]; then
-      HEADER_DIR=$PWD/.carry/include
-    else
-      HEADER_DIR=""
-    fi
-    say "NCCL: PyTorch's wheel: $LIB; header: ${HEADER_DIR:-none found (copy nccl.h into .carry/include)}"
-    [ -n "$HEADER_DIR" ] && NCCL_ARGS=(-DNCCL_INCLUDE_DIR="$HEADER_DIR" -DNCCL_LIBRARY="$LIB")
-  else
-    say "NCCL: none found (no system NCCL, no nvidia.nccl wheel for python3): stage 09 will be skipped"
-  fi
+  say "NCCL: library '${NCCL_LIB:-none found}', header '${NCCL_HEADER:-none found}' (python3's nvidia.nccl: '${WHEEL:-none}');" \
+      "copy nccl.h into .carry/include if only the header is missing: stage 09 is skipped otherwise"
 fi
 
 GENERATOR=()
