@@ -67,7 +67,9 @@ struct OneRank {
     const float half = 0.5f;
     CUDA_CHECK(cudaMemcpy(weight.get(), &half, sizeof half, cudaMemcpyHostToDevice));
     op = weighted_sum(comm.get(), weight.get());
-    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    // A blocking stream, as the engine's: the plain cudaMemcpy calls of the tests come before its work.
+    CUDA_CHECK(cudaStreamCreate(&stream));
+    CUDA_CHECK(cudaDeviceSynchronize());
   }
   ~OneRank() {
     cudaStreamSynchronize(stream);
@@ -98,7 +100,7 @@ TEST(Task9_4_BucketedAllReduce, EveryBucketIsReducedOnceAfterItsGradientsAreWrit
     SCOPED_TRACE(std::to_string(buckets.size()) + " buckets");
     AllReduceTiming timing;
     BucketedAllReduce sync(one.comm.get(), one.op, grads.get(), ranges, buckets, timing);
-    CUDA_CHECK(cudaMemset(grads.get(), 0, v.size() * sizeof(float)));
+    CUDA_CHECK(cudaMemsetAsync(grads.get(), 0, v.size() * sizeof(float), one.stream));
     for (int step = 0; step < 3; ++step) {  // the same object, step after step
       play_step(sync, ranges, grads.get(), source.get(), one.stream);
       CUDA_CHECK(cudaStreamSynchronize(one.stream));
@@ -143,7 +145,8 @@ TEST(Task9_4_BucketedAllReduce, TwoRanksGetWhatTheFlatScheduleGives) {
     const ncclRedOp_t op = weighted_sum(comm, weight.get());
     source.upload(inputs[r]);
     cudaStream_t stream = nullptr;
-    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreate(&stream));
+    CUDA_CHECK(cudaDeviceSynchronize());
     {
       AllReduceTiming timing;
       BucketedAllReduce sync(comm, op, grads.get(), ranges, per_range(ranges), timing);
@@ -151,7 +154,7 @@ TEST(Task9_4_BucketedAllReduce, TwoRanksGetWhatTheFlatScheduleGives) {
       CUDA_CHECK(cudaStreamSynchronize(stream));
       bucketed[r] = grads.download();
     }
-    CUDA_CHECK(cudaMemcpy(grads.get(), source.get(), 162710 * sizeof(float), cudaMemcpyDeviceToDevice));
+    CUDA_CHECK(cudaMemcpyAsync(grads.get(), source.get(), 162710 * sizeof(float), cudaMemcpyDeviceToDevice, stream));
     NCCL_CHECK(ncclAllReduce(grads.get(), grads.get(), 162710, ncclFloat, op, comm, stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));
     flat[r] = grads.download();

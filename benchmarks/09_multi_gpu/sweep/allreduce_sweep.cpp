@@ -108,6 +108,7 @@ bool check_mean(std::vector<Rank>& ranks, std::size_t floats) {
     CUDA_CHECK(cudaSetDevice(ranks[i].device));
     const std::vector<float> mine(floats, static_cast<float>(i + 1));
     CUDA_CHECK(cudaMemcpy(ranks[i].values, mine.data(), floats * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaDeviceSynchronize());  // a copy from pageable memory may still be landing when cudaMemcpy returns
   }
   allreduce_all(ranks, floats);
   const float want = static_cast<float>(N + 1) / 2.f;
@@ -172,7 +173,7 @@ int main(int argc, char** argv) {
       r.device = i;
       r.comm = comms[static_cast<std::size_t>(i)];
       CUDA_CHECK(cudaSetDevice(i));
-      CUDA_CHECK(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
+      CUDA_CHECK(cudaStreamCreate(&r.stream));
       CUDA_CHECK(cudaMalloc(&r.weight, sizeof(float)));
       CUDA_CHECK(cudaMemcpy(r.weight, &weight, sizeof(float), cudaMemcpyHostToDevice));
       r.op = course::create_weighted_sum(r.comm, r.weight);
@@ -180,6 +181,7 @@ int main(int argc, char** argv) {
       CUDA_CHECK(cudaMemset(r.values, 0, largest * sizeof(float)));
       CUDA_CHECK(cudaEventCreate(&r.start));
       CUDA_CHECK(cudaEventCreate(&r.stop));
+      CUDA_CHECK(cudaDeviceSynchronize());
     }
 
     std::printf("all-reduce sweep: %d rank%s on %s, %s, NCCL_NVLS_ENABLE=%s\n", N, N == 1 ? "" : "s",
