@@ -194,7 +194,7 @@ class TrainerProcess {
 
 /// Runs the trainer to the end (at most `timeout_s`).
 inline Finished run_trainer_binary(const fs::path& dir, const std::string& name, const std::vector<std::string>& args,
-                                   double timeout_s = 300,
+                                   double timeout_s = 120,
                                    const std::vector<std::pair<std::string, std::string>>& env = {}) {
   TrainerProcess p(dir, name, args, env);
   return p.wait(timeout_s);
