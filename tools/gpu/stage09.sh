@@ -25,7 +25,7 @@
 # What comes back under $OUT:
 #   stage09.log        everything, step by step, the summary at its end
 #   allreduce.csv      the all-reduce sweep's figures (s09_allreduce_sweep)
-#   results.tar.gz     the trainer's JSON files and the test report
+#   results.tar.gz     the trainer's JSON files, the test report, the scaling table and chart
 #
 # When it passes, the summary's steps all say "ok", the test line reads
 # "[  PASSED  ] N tests" with the 2-GPU tests listed as skipped ("needs 2 GPUs,
@@ -150,6 +150,10 @@ for path in sorted(glob.glob(os.path.join(work, "train_*.json"))):
                 print(f"    {l['layer']:44s} {l['backward_ms_per_batch'] * 1000:8.1f} us per step "
                       f"(a profiled step: {step_us:.0f} us)")
 PY
+say ""
+# The scaling table from the same JSON (with one GPU, only its 1-GPU points: tools/scaling_chart.py).
+python3 tools/scaling_chart.py "$WORK"/train_s09_*_b64.json "$WORK"/train_s09_*_b256.json \
+  --svg "$WORK/scaling.svg" --csv "$WORK/scaling.csv" 2>&1 | tee -a "$LOG"
 say ""
 grep -A 40 "^all-reduce sweep:" "$LOG" | grep -E "^(all-reduce sweep|fit|gradient|mlp|cnn|wide|[0-9]+ KiB|every)" | head -n 20
 tar -czf "$OUT/results.tar.gz" -C "$WORK" . 2>>"$LOG"
