@@ -198,6 +198,8 @@ TEST(Stage09_Launcher, StartsOneProcessPerRankWithItsPlace) {
 
 TEST(Stage09_Launcher, KeepsNvlinkMulticastAsTheUserSetIt) {
   const fs::path dir = fresh_dir();
+  const char* before = std::getenv("NCCL_NVLS_ENABLE");
+  const std::string saved = before != nullptr ? before : "";
   ::setenv("NCCL_NVLS_ENABLE", "1", 1);
   LaunchRequest request;
   request.ranks = 1;
@@ -205,7 +207,10 @@ TEST(Stage09_Launcher, KeepsNvlinkMulticastAsTheUserSetIt) {
   request.args = {"sh", "-c", "echo $NCCL_NVLS_ENABLE > " + (dir / "nvls").string()};
   std::ostringstream out, err;
   const int code = launch_ranks(request, out, err);
-  ::unsetenv("NCCL_NVLS_ENABLE");
+  if (before != nullptr)
+    ::setenv("NCCL_NVLS_ENABLE", saved.c_str(), 1);  // as it was: this process's NCCL reads it
+  else
+    ::unsetenv("NCCL_NVLS_ENABLE");
   EXPECT_EQ(code, 0);
   EXPECT_EQ(slurp(dir / "nvls"), "1\n") << "a value the user set is the user's choice";
 }
