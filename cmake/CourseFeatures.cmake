@@ -146,6 +146,33 @@ if(NOT COURSE_HAVE_CUDNN)
   course_feature("cuDNN" COURSE_HAVE_CUDNN "stage 06 (06_cudnn) is not built")
 endif()
 
+# ---- NCCL (stage 09): under the toolkit, a Debian/Ubuntu package, or anywhere
+# COURSE_NCCL_ROOT (include/ and lib/) or NCCL_INCLUDE_DIR and NCCL_LIBRARY say.
+# PyTorch's wheels ship the library alone as libnccl.so.2 (nvidia/nccl/lib),
+# hence that name too.
+set(COURSE_HAVE_NCCL OFF)
+set(COURSE_NCCL_ROOT "" CACHE PATH "Where NCCL is installed (a folder with include/nccl.h and lib/libnccl.so*)")
+if(COURSE_HAVE_CUDA)
+  find_path(NCCL_INCLUDE_DIR nccl.h
+    HINTS ${COURSE_NCCL_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS} /usr/include/x86_64-linux-gnu /usr/include)
+  find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2
+    HINTS ${COURSE_NCCL_ROOT}/lib ${COURSE_NCCL_ROOT}/lib64 ${CUDAToolkit_LIBRARY_DIR} /usr/lib/x86_64-linux-gnu /usr/lib)
+  if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+    set(COURSE_HAVE_NCCL ON)
+    file(STRINGS ${NCCL_INCLUDE_DIR}/nccl.h _nccl_version REGEX "^#define NCCL_(MAJOR|MINOR|PATCH) ")
+    string(REGEX REPLACE "[^0-9;]" "" _nccl_version "${_nccl_version}")
+    string(REPLACE ";" "." _nccl_version "${_nccl_version}")
+    add_library(course_nccl INTERFACE)
+    target_include_directories(course_nccl INTERFACE ${NCCL_INCLUDE_DIR})
+    target_link_libraries(course_nccl INTERFACE ${NCCL_LIBRARY})
+    message(STATUS "[course] NCCL: found (${NCCL_LIBRARY}, header ${_nccl_version} in ${NCCL_INCLUDE_DIR})")
+  endif()
+endif()
+if(NOT COURSE_HAVE_NCCL)
+  course_feature("NCCL" COURSE_HAVE_NCCL
+                 "stage 09 (09_multi_gpu) is not built (set COURSE_NCCL_ROOT, or NCCL_INCLUDE_DIR and NCCL_LIBRARY)")
+endif()
+
 # ---- tests, benchmarks, docs -----------------------------------------------
 if(COURSE_BUILD_TESTS)
   find_package(GTest QUIET)

@@ -155,6 +155,24 @@ class Engine {
     throw CheckpointNotSupported("this stage cannot checkpoint: its engine does not expose its optimizer state");
   }
 
+  // ---- one process of several (stage 09 trains with one process per GPU) ----
+
+  /// False on the processes of a multi-process run that do not speak for it
+  /// (stage 09: every rank but rank 0). The trainer there writes no file: no
+  /// model (--save), no checkpoint, no --json. It still trains, evaluates and
+  /// stops at the same points as the others. The default: true.
+  virtual bool writes_files() const { return true; }
+  /// Whether the run stops here. The trainer asks after every step
+  /// (`at_epoch_end` false) and after every epoch's evaluation (true), on every
+  /// process, passing whether this process was asked to stop (Ctrl-C,
+  /// SIGTERM). The default stops where it is asked. The processes of one run
+  /// must all answer alike at the same point: stage 09 answers false within an
+  /// epoch and, at its end, whether any rank was asked.
+  virtual bool stop_requested(bool asked, bool at_epoch_end) {
+    (void)at_epoch_end;
+    return asked;
+  }
+
   /// What this run's engine is made of, beyond what every engine reports: stage 05's
   /// GEMM kernel and im2col workspace, stage 07's kernel and precision of every product.
   /// The trainer writes it, as it is, under "stage_results" in the --json file once the run

@@ -310,8 +310,9 @@ void write_json(const TrainerOptions& o, const json& results) {
 }
 
 // The run after parsing. Errors leave as exceptions; run_trainer() turns them into exit codes.
-int train_or_evaluate(const TrainerOptions& o, const StageInfo& stage, const EngineFactory& make_engine,
+int train_or_evaluate(const TrainerOptions& given, const StageInfo& stage, const EngineFactory& make_engine,
                       const std::vector<std::string>& command, const Timer& total_timer) {
+  TrainerOptions o = given;  // less the files to write, on a process that writes none (Engine::writes_files())
   json results;
   results["stage"] = {{"id", stage.id}, {"title", stage.title}};
   results["options"] = to_json(o);
@@ -384,6 +385,12 @@ int train_or_evaluate(const TrainerOptions& o, const StageInfo& stage, const Eng
     throw UsageError("stage " + stage.id + " cannot run " + spec + ": " + e.what());
   }
   if (!engine) throw std::runtime_error("stage " + stage.id + " built no engine");
+  const bool writes_files = engine->writes_files();
+  if (!writes_files) {
+    o.save.clear();
+    o.json.clear();
+    o.checkpoint_every = 0;
+  }
   const std::string device = engine->device();
   results["device"] = device;
   results["threads"] = config.threads;
@@ -495,6 +502,7 @@ int train_or_evaluate(const TrainerOptions& o, const StageInfo& stage, const Eng
   };
   // Saves a checkpoint for a stop (Ctrl-C or SIGTERM) and says how to go on.
   auto stop_for_signal = [&](int epochs_done, int step, long done, const std::string& where) -> int {
+    if (!writes_files) return kExitInterrupted;  // the process that writes saves the checkpoint and says so
     const char* what = StopSignals::received() == SIGTERM ? "SIGTERM" : "Ctrl-C";
     std::cout.flush();
     results["status"] = "interrupted";
@@ -566,7 +574,8 @@ int train_or_evaluate(const TrainerOptions& o, const StageInfo& stage, const Eng
           if (batch_loss && !std::isfinite(loss_sum)) throw StopEpoch{true, step, total_done, loss_sum};
           // After the last step the epoch is complete: it ends as usual and the
           // stop is taken at the epoch boundary below.
-          if (StopSignals::received() && total_done < train.size()) throw StopEpoch{false, step, total_done, loss_sum};
+          if (engine->stop_requested(StopSignals::received() != 0, false) && total_done < train.size())
+            throw StopEpoch{false, step, total_done, loss_sum};
         });
         train_seconds = timer.seconds();
         bar.finish();
@@ -654,7 +663,7 @@ int train_or_evaluate(const TrainerOptions& o, const StageInfo& stage, const Eng
           std::cerr << "warning: " << e.what() << "; training goes on\n";
         }
       }
-      if (StopSignals::received() && epoch < o.epochs)
+      if (engine->stop_requested(StopSignals::received() != 0, true) && epoch < o.epochs)
         return stop_for_signal(epoch, 0, 0, "after epoch " + std::to_string(epoch));
     }
   }

@@ -82,7 +82,12 @@ enum TrainerExit : int {
 ///   saves a checkpoint, prints the command that continues the run and
 ///   returns kExitInterrupted; a second Ctrl-C ends the program at once. A
 ///   stop inside an epoch resumes inside it: the engine is given the examples
-///   that epoch had left (course::remaining_examples()).
+///   that epoch had left (course::remaining_examples()). The engine decides
+///   where a requested stop happens (Engine::stop_requested(): stage 09's
+///   ranks stop together at the end of an epoch).
+/// - An engine that is one process of several and not the one that speaks for
+///   the run (Engine::writes_files() false: stage 09's ranks but rank 0) trains
+///   as the others do and writes no model, checkpoint or JSON file.
 int run_trainer(int argc, char** argv, const StageInfo& stage, const EngineFactory& make_engine,
                 const std::function<void(CLI::App&)>& extra_options = {});
 

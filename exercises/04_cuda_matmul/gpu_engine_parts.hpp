@@ -15,7 +15,9 @@
 /// - DeviceLossSlots: the running loss sum copied back a few steps late, so
 ///   that a NaN or Inf loss stops the run at once (common/loss_check.hpp);
 /// - train_epoch_in_batches(): train_epoch() as begin, every batch with its
-///   loss check, end.
+///   loss check, end;
+/// - GradientRange and GradientSync: where stage 09's data parallelism hooks
+///   its all-reduce into an engine's step.
 #pragma once
 
 #include <algorithm>
@@ -150,6 +152,38 @@ class DeviceLossSlots {
   cudaStream_t stream_;
   double* host_ = nullptr;            ///< [count], pinned
   std::vector<cudaEvent_t> events_;   ///< [count]
+};
+
+/// Values [begin, end) of an engine's flat gradient buffer that one layer's
+/// backward pass writes (its weight, then its bias), with the layer's name.
+struct GradientRange {
+  std::size_t begin = 0, end = 0;
+  std::string name;  ///< "fc1 (fc100)"
+  std::size_t size() const { return end - begin; }
+};
+
+/// What data parallelism (stage 09) adds to a GPU engine's training step: the
+/// engine calls these while it queues a step, captured into a CUDA graph or not,
+/// so their work becomes part of the step.
+///
+/// An engine that takes a GradientSync (stage 06's CudnnEngine::set_gradient_sync)
+/// calls gradients_queued() once per layer with parameters, in the order of
+/// its gradient_ranges(), right after queueing that layer's last write to its
+/// gradients; then before_update() once the whole backward pass is queued and
+/// before anything reads a gradient. A step of a rank that has no examples
+/// (the end of an epoch split over more ranks than examples) zeroes the
+/// gradients and makes the same calls. Capturing a step is a collective choice
+/// when the step holds NCCL calls (every rank captures, or none does), so the
+/// engine replays its graph only for steps that step_may_be_captured() allows.
+class GradientSync {
+ public:
+  virtual ~GradientSync() = default;
+  /// The layer whose gradients are `range` has queued its last write to them on `stream`.
+  virtual void gradients_queued(const GradientRange& range, cudaStream_t stream) = 0;
+  /// Everything of the backward pass is queued on `stream`: make `stream` wait until the gradients are final.
+  virtual void before_update(cudaStream_t stream) = 0;
+  /// Whether the coming step may run as a CUDA graph (true unless the layer above says otherwise).
+  virtual bool step_may_be_captured() const { return true; }
 };
 
 /// One epoch of a GPU engine: engine.begin_epoch(train, epoch), engine.train_batch(b) for

@@ -198,7 +198,7 @@ def run_stage(root, build_dir, stage, model, *, out_dir, epochs, batch, limit, s
         return static_row(stage, model, "skipped", not_built_reason(root, build_dir, stage, track))
     logs = Path(out_dir) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    name = f"{stage.id}_{model}{tag}"
+    name = f"{stage.key}_{model}{tag}"
     json_path, log_path = (logs / f"{name}.json").resolve(), logs / f"{name}.log"
     if json_path.exists():
         json_path.unlink()

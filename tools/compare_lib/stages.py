@@ -18,6 +18,7 @@ class Stage:
     no_model_reason: str = ""    # why a model outside `models` cannot run, for the table's "n/a" rows
     needs: str = ""              # what the build needs beyond a C++ compiler, in words
     extra_args: tuple = field(default_factory=tuple)  # always passed to the trainer
+    gpus: int = 0                # stage 09's rows: the GPUs its run trains on (--gpus); 0 for the other stages
 
     @property
     def number(self):
@@ -27,12 +28,18 @@ class Stage:
     def nn(self):
         return self.id[:2]
 
+    @property
+    def key(self):
+        """What tells two rows of one stage apart (stage 09 on 1 and on 2 GPUs): the id, and the GPUs if any."""
+        return self.id + (f"_{self.gpus}gpu" if self.gpus else "")
+
     def can_run(self, model):
         return model in self.models
 
 
-# The course's six stages (COURSE.md section 2). A stage folder found under stages/ that is
-# not listed here is compared too, as a CPU stage that runs every model.
+# The course's stages (COURSE.md section 2); stage 09 twice, on one GPU and on two (a machine
+# with one GPU lists the second as skipped, with the reason). A stage folder found under stages/
+# that is not listed here is compared too, as a CPU stage that runs every model.
 KNOWN_STAGES = (
     Stage("01_fc_softmax", "CPU, 1 thread", models=("mlp",), no_model_reason="stage 01 has no conv layers"),
     Stage("02_conv_pool", "CPU, 1 thread"),
@@ -42,18 +49,22 @@ KNOWN_STAGES = (
           needs="a CUDA toolkit"),
     Stage("05_im2col_gemm", "GPU", gpu=True, needs="a CUDA toolkit"),
     Stage("06_cudnn", "GPU", gpu=True, needs="a CUDA toolkit and cuDNN"),
+    Stage("09_multi_gpu", "GPU", gpu=True, needs="a CUDA toolkit, cuDNN and NCCL", gpus=1, extra_args=("--gpus", "1")),
+    Stage("09_multi_gpu", "2 GPUs", gpu=True, needs="a CUDA toolkit, cuDNN and NCCL", gpus=2,
+          extra_args=("--gpus", "2")),
 )
 
 
 def all_stages(root):
     """The known stages plus any other stages/NN_* folder of the checkout, in course order."""
-    stages = {s.id: s for s in KNOWN_STAGES}
+    stages = list(KNOWN_STAGES)
+    known = {s.id for s in stages}
     stage_root = Path(root) / "stages"
     if stage_root.is_dir():
         for d in stage_root.iterdir():
-            if d.is_dir() and re.fullmatch(r"\d\d_\w+", d.name) and d.name not in stages:
-                stages[d.name] = Stage(d.name, "CPU")
-    return sorted(stages.values(), key=lambda s: s.id)
+            if d.is_dir() and re.fullmatch(r"\d\d_\w+", d.name) and d.name not in known:
+                stages.append(Stage(d.name, "CPU"))
+    return sorted(stages, key=lambda s: (s.id, s.gpus))
 
 
 def select_stages(stages, wanted):
@@ -67,7 +78,7 @@ def select_stages(stages, wanted):
         if not match:
             raise ValueError(f"--stages: no stage '{word}' (stages: {', '.join(s.id for s in stages)})")
         picked += [s for s in match if s not in picked]
-    return sorted(picked, key=lambda s: s.id)
+    return sorted(picked, key=lambda s: (s.id, s.gpus))
 
 
 def select_models(wanted):
@@ -124,4 +135,6 @@ def not_built_reason(root, build_dir, stage, track="solution"):
             return "not built: no CUDA toolkit (nvcc) was found when the build was configured"
         if "cuDNN" in stage.needs and not _found(cache.get("CUDNN_LIBRARY")):
             return "not built: no cuDNN was found when the build was configured"
+        if "NCCL" in stage.needs and not _found(cache.get("NCCL_LIBRARY")):
+            return "not built: no NCCL was found when the build was configured (COURSE_NCCL_ROOT)"
     return f"not built in {build_dir} (cmake --build {build_dir} --target {name})"

@@ -421,11 +421,33 @@ class StagesAndOptions(unittest.TestCase):
     def test_select_stages_and_models(self):
         all_ = list(stages.KNOWN_STAGES)
         self.assertEqual([s.id for s in stages.select_stages(all_, "3,01_fc_softmax")], ["01_fc_softmax", "03_openmp"])
-        self.assertEqual(len(stages.select_stages(all_, "")), 6)
+        self.assertEqual(len(stages.select_stages(all_, "")), 8, "stages 01 to 06, and 09 on 1 and on 2 GPUs")
         with self.assertRaises(ValueError):
             stages.select_stages(all_, "07")
         with self.assertRaises(ValueError):
             stages.select_models("mlp,resnet")
+
+    def test_stage_09_has_a_row_per_gpu_count(self):
+        rows = stages.select_stages(list(stages.KNOWN_STAGES), "9")
+        self.assertEqual([(s.id, s.gpus) for s in rows], [("09_multi_gpu", 1), ("09_multi_gpu", 2)])
+        self.assertEqual([s.key for s in rows], ["09_multi_gpu_1gpu", "09_multi_gpu_2gpu"], "their logs differ")
+        cmd = trainer_command("s09", rows[1], "cnn", epochs=1, batch=64, limit=0, seed=42, dataset="fashion-mnist",
+                              json_path="x.json")
+        self.assertEqual(cmd[-2:], ["--gpus", "2"])
+        # What the trainer says on a machine with one GPU makes the 2-GPU row a skipped one, with the reason.
+        message = ("error: --gpus 2: a GPU per rank is needed, and rank 1 has none: CUDA shows 1 GPU here "
+                   "(CUDA_VISIBLE_DEVICES is not set)\n")
+        run = interpret(rows[1], "cnn", 2, "", message, None)
+        self.assertEqual(run.status, "skipped", run.reason)
+        self.assertIn("rank 1 has none", run.reason)
+        with tempfile.TemporaryDirectory() as tmp:
+            root, build = Path(tmp) / "src", Path(tmp) / "build"
+            (root / "stages" / "09_multi_gpu").mkdir(parents=True)
+            (build / "CMakeFiles" / "3.25.1").mkdir(parents=True)
+            (build / "CMakeFiles" / "3.25.1" / "CMakeCUDACompiler.cmake").write_text("")
+            (build / "CMakeCache.txt").write_text("CUDNN_LIBRARY:FILEPATH=/x/libcudnn.so\n"
+                                                  "NCCL_LIBRARY:FILEPATH=NCCL_LIBRARY-NOTFOUND\n")
+            self.assertIn("no NCCL", stages.not_built_reason(root, build, rows[0]))
 
     def test_not_built_reasons(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -458,7 +480,7 @@ class StagesAndOptions(unittest.TestCase):
         with open(os.devnull, "w") as devnull:
             old, sys.stderr = sys.stderr, devnull
             try:
-                for argv in (["--full", "--limit", "10"], ["--models", "vgg"], ["--stages", "9"], ["--batch", "0"]):
+                for argv in (["--full", "--limit", "10"], ["--models", "vgg"], ["--stages", "12"], ["--batch", "0"]):
                     with self.assertRaises(SystemExit):
                         compare.parse_args(argv)
             finally:
