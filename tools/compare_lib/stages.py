@@ -9,6 +9,15 @@ MODELS = ("mlp",) + CONV_MODELS
 
 
 @dataclass(frozen=True)
+class Variant:
+    """Another row of a stage in the comparison: its trainer with `args` added, labelled
+    "<stage id> <label>" ("07_fast_gemm tf32"). Its "speedup vs prev" reads against the stage's own
+    row (what the setting buys), and no later stage takes it as its "prev" (table.compute_speedups)."""
+    label: str                   # "tf32": unique within the stage, also its logs' suffix
+    args: tuple                  # passed to the trainer on top of the stage's: ("--precision", "tf32")
+
+
+@dataclass(frozen=True)
 class Stage:
     id: str                      # the folder name, "02_conv_pool"
     device: str                  # what the trainer runs on, in words: "CPU, 1 thread", "CPU, all cores", "GPU"
@@ -18,6 +27,7 @@ class Stage:
     no_model_reason: str = ""    # why a model outside `models` cannot run, for the table's "n/a" rows
     needs: str = ""              # what the build needs beyond a C++ compiler, in words
     extra_args: tuple = field(default_factory=tuple)  # always passed to the trainer
+    variants: tuple = ()         # Variant rows beside the stage's own (which runs the trainer's defaults)
 
     @property
     def number(self):
@@ -31,7 +41,7 @@ class Stage:
         return model in self.models
 
 
-# The course's six stages (COURSE.md section 2). A stage folder found under stages/ that is
+# The course's stages (COURSE.md section 2). A stage folder found under stages/ that is
 # not listed here is compared too, as a CPU stage that runs every model.
 KNOWN_STAGES = (
     Stage("01_fc_softmax", "CPU, 1 thread", models=("mlp",), no_model_reason="stage 01 has no conv layers"),
@@ -42,6 +52,10 @@ KNOWN_STAGES = (
           needs="a CUDA toolkit"),
     Stage("05_im2col_gemm", "GPU", gpu=True, needs="a CUDA toolkit"),
     Stage("06_cudnn", "GPU", gpu=True, needs="a CUDA toolkit and cuDNN"),
+    # Its own row is FP32 (the trainer's default, kernel 10); COURSE.md section 8: every reduced-precision
+    # run states its precision and its accuracy next to the FP32 run.
+    Stage("07_fast_gemm", "GPU", gpu=True, needs="a CUDA toolkit",
+          variants=(Variant("tf32", ("--precision", "tf32")), Variant("bf16", ("--precision", "bf16")))),
 )
 
 
@@ -68,6 +82,22 @@ def select_stages(stages, wanted):
             raise ValueError(f"--stages: no stage '{word}' (stages: {', '.join(s.id for s in stages)})")
         picked += [s for s in match if s not in picked]
     return sorted(picked, key=lambda s: s.id)
+
+
+def select_variants(stages, wanted):
+    """The labels of the Variant rows to run from `wanted` ("all", "none" or "tf32,bf16"), checked
+    against the variants of `stages`. Raises ValueError naming a label no stage has."""
+    known = list(dict.fromkeys(v.label for s in stages for v in s.variants))
+    words = [w.strip() for w in wanted.split(",") if w.strip()]
+    if words == ["all"]:
+        return set(known)
+    if words == ["none"]:
+        return set()
+    for w in words:
+        if w not in known:
+            raise ValueError(f"--variants: no variant '{w}' among the stages chosen (variants: "
+                             f"{', '.join(known + ['all', 'none'])})")
+    return set(words)
 
 
 def select_models(wanted):
