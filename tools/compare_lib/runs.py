@@ -48,6 +48,7 @@ class Run:
     wall_seconds: float = 0.0
     options: dict = field(default_factory=dict)  # what the run varied (parallel mode, threads, kernel)
     peer: str = ""                    # "pytorch" for a row of another framework (compare_lib/peers.py), else ""
+    variant_of: str = ""              # a stage's Variant row ("07_fast_gemm tf32"): the stage's id, else ""
     # Filled in by the table: (stage id, ratio) of the speedups, or None.
     vs_prev: tuple = None
     vs_first: tuple = None
@@ -80,6 +81,13 @@ def run_from_dict(d):
     run.vs_prev = (d["vs_prev_stage"], d["speedup_vs_prev"]) if d.get("vs_prev_stage") else None
     run.vs_first = (d["vs_first_stage"], d["speedup_vs_first"]) if d.get("vs_first_stage") else None
     run.vs_peer = (d["peer_best_row"], d["speedup_vs_peer_best"]) if d.get("peer_best_row") else None
+    return run
+
+
+def as_variant(run, stage, variant):
+    """`run`, of `stage`'s trainer with `variant.args` added, as the variant's row: "07_fast_gemm tf32"."""
+    run.stage, run.variant_of = f"{stage.id} {variant.label}", stage.id
+    run.options = {**run.options, "variant_args": list(variant.args)}
     return run
 
 
@@ -135,6 +143,8 @@ def interpret(stage, model, exit_code, stdout, stderr, results, command=(), log=
               exit_code=exit_code, device=stage.device)
     if results and results.get("device"):
         run.device = results["device"]
+    if results and isinstance(results.get("stage_results"), dict) and results["stage_results"].get("precision"):
+        run.options["precision"] = results["stage_results"]["precision"]   # stage 07: what its GEMMs rounded to
     if results and results.get("data"):
         run.dataset = results["data"].get("dataset", "")
         run.synthetic = bool(results["data"].get("synthetic_fallback"))

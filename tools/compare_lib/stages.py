@@ -9,6 +9,15 @@ MODELS = ("mlp",) + CONV_MODELS
 
 
 @dataclass(frozen=True)
+class Variant:
+    """Another row of a stage in the comparison: its trainer with `args` added, labelled
+    "<stage id> <label>" ("07_fast_gemm tf32"). Its "speedup vs prev" reads against the stage's own
+    row (what the setting buys), and no later stage takes it as its "prev" (table.compute_speedups)."""
+    label: str                   # "tf32": unique within the stage, also its logs' suffix
+    args: tuple                  # passed to the trainer on top of the stage's: ("--precision", "tf32")
+
+
+@dataclass(frozen=True)
 class Stage:
     id: str                      # the folder name, "02_conv_pool"
     device: str                  # what the trainer runs on, in words: "CPU, 1 thread", "CPU, all cores", "GPU"
@@ -19,6 +28,7 @@ class Stage:
     needs: str = ""              # what the build needs beyond a C++ compiler, in words
     extra_args: tuple = field(default_factory=tuple)  # always passed to the trainer
     gpus: int = 0                # stage 09's rows: the GPUs its run trains on (--gpus); 0 for the other stages
+    variants: tuple = ()         # Variant rows beside the stage's own (which runs the trainer's defaults)
 
     @property
     def number(self):
@@ -49,6 +59,10 @@ KNOWN_STAGES = (
           needs="a CUDA toolkit"),
     Stage("05_im2col_gemm", "GPU", gpu=True, needs="a CUDA toolkit"),
     Stage("06_cudnn", "GPU", gpu=True, needs="a CUDA toolkit and cuDNN"),
+    # Its own row is FP32 (the trainer's default, kernel 10); COURSE.md section 8: every reduced-precision
+    # run states its precision and its accuracy next to the FP32 run.
+    Stage("07_fast_gemm", "GPU", gpu=True, needs="a CUDA toolkit",
+          variants=(Variant("tf32", ("--precision", "tf32")), Variant("bf16", ("--precision", "bf16")))),
     Stage("09_multi_gpu", "GPU", gpu=True, needs="a CUDA toolkit, cuDNN and NCCL", gpus=1, extra_args=("--gpus", "1")),
     Stage("09_multi_gpu", "2 GPUs", gpu=True, needs="a CUDA toolkit, cuDNN and NCCL", gpus=2,
           extra_args=("--gpus", "2")),
@@ -79,6 +93,22 @@ def select_stages(stages, wanted):
             raise ValueError(f"--stages: no stage '{word}' (stages: {', '.join(s.id for s in stages)})")
         picked += [s for s in match if s not in picked]
     return sorted(picked, key=lambda s: (s.id, s.gpus))
+
+
+def select_variants(stages, wanted):
+    """The labels of the Variant rows to run from `wanted` ("all", "none" or "tf32,bf16"), checked
+    against the variants of `stages`. Raises ValueError naming a label no stage has."""
+    known = list(dict.fromkeys(v.label for s in stages for v in s.variants))
+    words = [w.strip() for w in wanted.split(",") if w.strip()]
+    if words == ["all"]:
+        return set(known)
+    if words == ["none"]:
+        return set()
+    for w in words:
+        if w not in known:
+            raise ValueError(f"--variants: no variant '{w}' among the stages chosen (variants: "
+                             f"{', '.join(known + ['all', 'none'])})")
+    return set(words)
 
 
 def select_models(wanted):

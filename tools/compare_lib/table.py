@@ -9,7 +9,7 @@ from .peers import PYTORCH_ROWS
 CSV_FIELDS = ["stage", "device", "model", "status", "reason", "seconds_per_epoch", "images_per_second",
               "speedup_vs_prev", "vs_prev_stage", "speedup_vs_first", "vs_first_stage", "test_accuracy",
               "images_measured", "images_per_epoch", "epochs", "epoch_seconds_measured", "scaled", "threads", "dataset",
-              "synthetic_data", "peer", "speedup_vs_peer_best", "peer_best_row"]
+              "synthetic_data", "peer", "speedup_vs_peer_best", "peer_best_row", "variant_of"]
 PEER_NAMES = {"pytorch": "PyTorch"}   # a peer framework's name in headers and notes
 
 
@@ -19,18 +19,26 @@ def compute_speedups(runs):
     that ran the model (stages that skipped it are passed over); "first" is the earliest stage that ran
     it: stage 01 for the MLP, the first stage with conv layers for a CNN.
 
-    Rows of a peer framework (run.peer) stand outside the chain of stages: they get "first" (the same
-    base stage) but no "prev", and no stage takes one of them as its "prev". Every ok row, stage or peer,
-    gets run.vs_peer: (the fastest peer row of the model, its seconds / this row's seconds)."""
+    A stage's Variant rows ("07_fast_gemm tf32", run.variant_of "07_fast_gemm") read "prev" against its own row
+    (what the setting buys; none when that row did not run) and "first" as every row; no stage takes one
+    of them as its "prev", so stage 08 reads against 07's own row. Rows of a peer framework (run.peer)
+    stand outside the chain of stages too: they get "first" (the same base stage) but no "prev". Every
+    ok row, stage or peer, gets run.vs_peer: (the fastest peer row of the model, its seconds / this row's)."""
     for model in dict.fromkeys(r.model for r in runs):
         ok = [r for r in runs if r.model == model and r.status == "ok"]
-        ran = sorted((r for r in ok if not r.peer), key=lambda r: r.stage)
+        ran = sorted((r for r in ok if not r.peer and not r.variant_of), key=lambda r: r.stage)
         for i, r in enumerate(ran):
             r.vs_first = (ran[0].stage, ran[0].seconds_per_epoch / r.seconds_per_epoch)
             r.vs_prev = (ran[i - 1].stage, ran[i - 1].seconds_per_epoch / r.seconds_per_epoch) if i else None
+        own = {r.stage: r for r in ran}
+        for r in ok:
+            if r.variant_of:
+                base = own.get(r.variant_of)
+                r.vs_prev = (base.stage, base.seconds_per_epoch / r.seconds_per_epoch) if base else None
         peers = [r for r in ok if r.peer]
-        for r in peers:
+        for r in peers + [r for r in ok if r.variant_of]:
             r.vs_first = (ran[0].stage, ran[0].seconds_per_epoch / r.seconds_per_epoch) if ran else None
+        for r in peers:
             r.vs_prev = None
         if peers:
             best = min(peers, key=lambda r: r.seconds_per_epoch)
@@ -40,11 +48,18 @@ def compute_speedups(runs):
 
 
 def order_rows(runs, models):
-    """Rows grouped by model (in the order asked for), the stages in stage order, then the rows of a peer
-    framework in the order of peers.PYTORCH_ROWS (eager, graph, compile, then the CPU)."""
+    """Rows grouped by model (in the order asked for), the stages in stage order, each stage's Variant rows
+    right after its own row (in the order they ran), then the rows of a peer framework in the order of
+    peers.PYTORCH_ROWS (eager, graph, compile, then the CPU)."""
     peer_rank = {p.id: i for i, p in enumerate(PYTORCH_ROWS)}
     return sorted(runs, key=lambda r: (models.index(r.model) if r.model in models else len(models), bool(r.peer),
-                                       peer_rank.get(r.stage, len(peer_rank)) if r.peer else 0, r.stage))
+                                       peer_rank.get(r.stage, len(peer_rank)) if r.peer else 0,
+                                       r.variant_of or r.stage, bool(r.variant_of)))
+
+
+def short_name(r):
+    """A stage row's name under its bar: "05", or "07 tf32" for a Variant row."""
+    return r.stage[:2] + (r.stage[len(r.variant_of):] if r.variant_of else "")
 
 
 def times(v):
@@ -140,6 +155,23 @@ def peer_notes(rows):
     return notes
 
 
+def variant_notes(rows):
+    """What each stage's Variant rows ran, and how their speedups read."""
+    bases = list(dict.fromkeys(r.variant_of for r in rows if r.variant_of))
+    if not bases:
+        return []
+    parts = []
+    for base in bases:
+        ran = {r.stage: " ".join(r.options.get("variant_args", [])) for r in rows if r.variant_of == base}
+        own = next((r.options["precision"] for r in rows if r.stage == base and r.options.get("precision")), None)
+        parts.append(" and ".join(f"'{name}'" for name in ran) + f": stage {base[:2]}'s trainer with "
+                     + ", ".join(args for args in ran.values() if args)
+                     + f" ('{base}' ran its defaults" + (f": precision {own})" if own else ")"))
+    return ["; ".join(parts) + ". Such a row reads 'vs prev' against its stage's own row (what the setting buys: "
+            "read its accuracy too) and 'vs first' as every row; the next stage reads 'vs prev' against the "
+            "stage's own row, never against these."]
+
+
 def footnotes(rows):
     notes = []
     scaled = [r for r in rows if r.scaled]
@@ -152,6 +184,7 @@ def footnotes(rows):
     notes.append("s/epoch and img/s time training only (not the test pass); speedup = seconds per epoch of the "
                  "stage named / this stage's, same model. 'vs prev' is the closest earlier stage that ran the "
                  "model; 'vs first' the earliest (stage 01 for the MLP; for a CNN the first stage with conv layers).")
+    notes += variant_notes(rows)
     if any(r.epochs > 1 for r in rows if r.status == "ok"):
         notes.append("With several epochs, s/epoch and img/s are medians over the epochs (each epoch's seconds are in "
                      "the CSV and JSON); the accuracy is after the last.")
@@ -214,7 +247,7 @@ def to_csv(rows):
             "scaled": str(r.scaled).lower() if ok else "",
             "threads": r.threads if ok else "", "dataset": r.dataset, "synthetic_data": str(r.synthetic).lower(),
             "peer": r.peer, "speedup_vs_peer_best": f"{r.vs_peer[1]:.4f}" if r.vs_peer else "",
-            "peer_best_row": r.vs_peer[0] if r.vs_peer else "",
+            "peer_best_row": r.vs_peer[0] if r.vs_peer else "", "variant_of": r.variant_of,
         })
     return buf.getvalue()
 
@@ -244,8 +277,8 @@ def to_svg(rows, models, stages, *, machine_line, date, command, dataset, batch)
         first = next((r.vs_first[0] for r in model_rows if r.vs_first), None)
         bars = []
         for r in model_rows:
-            stage = by_id.get(r.stage)
-            label = stage.label if r.peer and stage else r.stage[:2]
+            stage = by_id.get(r.variant_of or r.stage)
+            label = stage.label if r.peer and stage else short_name(r)
             outline = {"stroke": svg.INK, "stroke_width": 1.5, "stroke_dasharray": "4,2"} if r.peer else {}
             if r.status == "ok" and r.vs_first:
                 bars.append({"label": label, "value": r.vs_first[1],
@@ -260,7 +293,8 @@ def to_svg(rows, models, stages, *, machine_line, date, command, dataset, batch)
                              "note": "", "attrs": {"data_stage": r.stage, "data_model": r.model}})
         label = f"{model.upper()}: speedup over stage {first}" if first else f"{model.upper()}: no stage ran it"
         groups.append({"label": label, "bars": bars})
-    present = {by_id[r.stage].device for r in rows if r.status == "ok" and r.stage in by_id}
+    present = {by_id[r.variant_of or r.stage].device for r in rows
+               if r.status == "ok" and (r.variant_of or r.stage) in by_id}
     legend = [(c, d, None) for d, c in svg.DEVICE_COLOURS.items() if d in present]
     name = peer_name(rows)
     if name:
@@ -271,6 +305,7 @@ def to_svg(rows, models, stages, *, machine_line, date, command, dataset, batch)
                      "down when slower; the label under a bar is seconds per epoch.")
     else:
         notes.append("Bars grow up from 1x when faster, down when slower; the label under a bar is seconds per epoch.")
+    notes += variant_notes(rows)
     if name:
         info = next((r.options for r in rows if r.peer and r.status == "ok" and r.options.get("torch")), {})
         version = f" {info['torch']}" if info else ""
