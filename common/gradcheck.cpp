@@ -82,6 +82,21 @@ std::string failure_pattern(const std::vector<std::pair<double, double>>& wrong)
                   "an offset is off)", only_numeric, only_analytic);
     return buf;
   }
+  char buf[256];
+  // The same difference a - n at every wrong entry: a term added (or left out) where it does not belong.
+  const double diff = wrong[0].first - wrong[0].second;
+  bool same_diff = diff != 0.0;
+  for (const auto& [a, n] : wrong) same_diff = same_diff && std::fabs((a - n) - diff) <= 1e-6 * std::fabs(diff);
+  if (same_diff) {
+    const double k = std::round(1 / std::fabs(diff));
+    std::string as_fraction;
+    if (k >= 2 && std::fabs(1 / std::fabs(diff) - k) < 1e-4 * k)
+      as_fraction = " = " + std::string(diff < 0 ? "-" : "") + "1/" + std::to_string(static_cast<long>(k));
+    std::snprintf(buf, sizeof buf,
+                  "analytic - numeric = %.6g%s at each wrong entry: the gradient there is off by one constant term, "
+                  "left out or added (a label's? a bias's?)", diff, as_fraction.c_str());
+    return buf;
+  }
   double ratio = 0;
   for (const auto& [a, n] : wrong) {
     if (n == 0.0) return "";
@@ -89,7 +104,6 @@ std::string failure_pattern(const std::vector<std::pair<double, double>>& wrong)
     if (ratio == 0) ratio = r;
     if (!(std::fabs(r - ratio) <= 1e-4 * std::fabs(ratio))) return "";
   }
-  char buf[256];
   if (std::fabs(ratio + 1) < 1e-4) return "analytic = -numeric at each wrong entry: the sign is flipped";
   const double k = std::round(ratio), inv = std::round(1 / ratio);
   if (std::fabs(ratio) > 1 && k >= 2 && std::fabs(ratio - k) < 1e-4 * k)

@@ -63,11 +63,21 @@ TEST(GradCheckPattern, WrongEntriesAreNamedAndTheOthersAgree) {
   Quadratic q;
   auto g = q.gradient();
   g[1] -= 1.0;  // [0, 1]
-  g[5] -= 1.0;  // [1, 2]
+  g[5] -= 2.0;  // [1, 2]
   const auto r = q.check(g);
   EXPECT_EQ(r.failing, 2u);
   EXPECT_TRUE(has(r.message(), "wrong at 2 of them: [0, 1], [1, 2]; the other 4 agree")) << r.message();
-  EXPECT_TRUE(r.pattern.empty()) << r.pattern;  // two different errors share no factor
+  EXPECT_TRUE(r.pattern.empty()) << r.pattern;  // two different errors share no factor and no term
+}
+
+TEST(GradCheckPattern, AConstantTermLeftOut) {
+  Quadratic q;
+  auto g = q.gradient();
+  g[1] += 0.25;  // like p where p - y belongs: the label's -1/B left out, at one entry per row
+  g[3] += 0.25;
+  const auto r = q.check(g);
+  EXPECT_TRUE(has(r.message(), "wrong at 2 of them: [0, 1], [1, 0]; the other 4 agree")) << r.message();
+  EXPECT_TRUE(has(r.message(), "analytic - numeric = 0.25 = 1/4 at each wrong entry")) << r.message();
 }
 
 TEST(GradCheckPattern, AGradientOnTheWrongEntries) {
