@@ -87,7 +87,7 @@ TEST(GradCheckPattern, AGradientOnTheWrongEntries) {
   std::swap(g[0], g[1]);  // entry 0's gradient written to entry 1
   std::swap(g[2], g[3]);
   const auto r = q.check(g);
-  EXPECT_TRUE(has(r.message(), "at 2 wrong entries only the numeric gradient is non-zero, at 2 only the analytic one"))
+  EXPECT_TRUE(has(r.message(), "at 2 of the wrong entries only the numeric gradient is non-zero, at 2 only the analytic one"))
       << r.message();
   auto zeroed = q.gradient();
   zeroed[0] = zeroed[2] = 0;
