@@ -53,8 +53,18 @@ class TaskPlaces(unittest.TestCase):
                     mock.patch.object(course, "ROOT", Path(tmp)):
                 (f, line), = course.task_places("1.4")
                 self.assertEqual(line, todo + 1)
+                self.assertEqual(dense.read_text().split("\n")[line - 1], "  // my dense backward")
                 self.assertFalse(course.untouched("1.4"))
                 self.assertTrue(course.untouched("1.1"))
+
+
+class AfterContext(unittest.TestCase):
+    def test_a_line_that_recurs_is_told_apart_by_the_lines_before_it(self):
+        # Two functions that both start with g.check(): the second hole is after the second one.
+        before = ["void a() {", "  g.check();", "  a_body();", "}", "void b() {", "  g.check();"]
+        filled = before[:5] + ["  g.check();", "  my_code();", "}"]
+        self.assertEqual(course.after_context(before, filled), 7)
+        self.assertIsNone(course.after_context(["  nowhere();"], filled))
 
 
 class LessonSections(unittest.TestCase):
