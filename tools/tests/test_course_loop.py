@@ -89,6 +89,7 @@ class Progress(unittest.TestCase):
         with mock.patch.object(course, "untouched", return_value=False):
             line = course.progress_line(self.STAGES, {"1.1": "pass", "1.2": "pass"})
         self.assertIn("04 0+?/2", line)
+        self.assertTrue(line.endswith("(?: filled in, not checked yet)"), line)
 
 
 class CompilerErrors(unittest.TestCase):
