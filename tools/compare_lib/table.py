@@ -85,6 +85,16 @@ def images_text(r):
     return f"{r.images:,} (1 epoch){ep}" if not ep else f"{r.images:,}{ep}"
 
 
+def split_reason(reason):
+    """(what the row shows, its explanation or ""): a reason that explains itself in words after the message
+    it quotes ('no usable GPU: ...runtime version (this machine has no NVIDIA driver...): stages 01-03 run
+    here...', common/cuda_check.hpp) shows the quoted message in its row and the explanation once below."""
+    cut = reason.find(" (")
+    if cut < 0 or len(reason) <= 120:
+        return reason, ""
+    return reason[:cut], reason[cut + 1:]
+
+
 def peer_name(rows):
     """The peer framework's name ("PyTorch") when some row of `rows` is one of its, else None."""
     return next((PEER_NAMES.get(r.peer, r.peer) for r in rows if r.peer), None)
@@ -99,7 +109,8 @@ def peer_column(rows):
 def row_cells(r, with_peer=False):
     mark = "*" if r.scaled else ""
     if r.status != "ok":
-        return [r.stage, r.device, r.model, f"{r.status}: {r.reason}"]
+        shown, explained = split_reason(r.reason)
+        return [r.stage, r.device, r.model, f"{r.status}: {shown}" + (" (what it means: below)" if explained else "")]
     acc = f"{100 * r.test_accuracy:.2f}%{mark}" + (" (synthetic data)" if r.synthetic else "")
     cells = [r.stage, r.device, r.model, f"{r.seconds_per_epoch:.2f}{mark}", f"{r.images_per_second:,.0f}",
              speedup_text(r.vs_prev), speedup_text(r.vs_first)]
@@ -188,6 +199,11 @@ def footnotes(rows):
     if any(r.epochs > 1 for r in rows if r.status == "ok"):
         notes.append("With several epochs, s/epoch and img/s are medians over the epochs (each epoch's seconds are in "
                      "the CSV and JSON); the accuracy is after the last.")
+    for reason in dict.fromkeys(r.reason for r in rows if r.status != "ok" and split_reason(r.reason)[1]):
+        shown, explained = split_reason(reason)
+        meaning, _, rest = explained.partition("): ")
+        rest = rest[:1].upper() + rest[1:]
+        notes.append(f"'{shown}': {meaning.lstrip('(')}." + (f" {rest}." if rest else ""))
     if any(r.synthetic for r in rows):
         notes.append("Some rows ran on the built-in synthetic set (the data set was not found): their accuracy "
                      "says nothing about the real data, and with --limit their seconds are for the images trained, "
