@@ -133,7 +133,7 @@ if(COURSE_HAVE_CUDA)
   message(STATUS "[course] CUDA: found (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES}"
                  "${_sm90a_note}${COURSE_CUDA_ARCH_NOTE})")
 else()
-  course_feature("CUDA" COURSE_HAVE_CUDA "stages 04, 05 and 06 (GPU) are not built")
+  course_feature("CUDA" COURSE_HAVE_CUDA "stages 04 to 09 (GPU) are not built")
 endif()
 
 # ---- cuDNN: under the toolkit, or where Debian/Ubuntu packages put it ------
@@ -152,7 +152,7 @@ if(COURSE_HAVE_CUDA)
   endif()
 endif()
 if(NOT COURSE_HAVE_CUDNN)
-  course_feature("cuDNN" COURSE_HAVE_CUDNN "stage 06 (06_cudnn) is not built")
+  course_feature("cuDNN" COURSE_HAVE_CUDNN "stages 06 (06_cudnn) and 09 (09_multi_gpu, on stage 06's engine) are not built")
 endif()
 
 # ---- NCCL (stage 09): under the toolkit, a Debian/Ubuntu package, or anywhere
