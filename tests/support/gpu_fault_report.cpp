@@ -51,6 +51,23 @@ const KnownFault kKnownFaults[] = {
     {cudaErrorNoKernelImageForDevice, FaultKind::Launch},
 };
 
+// A launch refused with "invalid argument": what CUDA 13.0 on the H100 answered
+// to a block of 2048 threads (blockDim.x beyond its limit of 1024; run of
+// 2026-11-24), where the runtime's documentation names
+// cudaErrorInvalidConfiguration. The code is also any API call's
+// answer to a bad argument, so it counts as a launch only where the launch check
+// (CUDA_CHECK_LAUNCH, a cudaGetLastError() after the launch) reported it.
+const KnownFault kRefusedAsInvalidValue = {cudaErrorInvalidValue, FaultKind::Launch};
+
+const KnownFault* fault_named_in(const std::string& failure) {
+  for (const KnownFault& f : kKnownFaults)
+    if (failure.find(cudaGetErrorString(f.code)) != std::string::npos) return &f;
+  if (failure.find("cudaGetLastError() failed") != std::string::npos &&
+      failure.find(cudaGetErrorString(cudaErrorInvalidValue)) != std::string::npos)
+    return &kRefusedAsInvalidValue;
+  return nullptr;
+}
+
 const KnownFault* known_fault(cudaError_t code) {
   for (const KnownFault& f : kKnownFaults)
     if (f.code == code) return &f;
@@ -165,14 +182,11 @@ class GpuFaultReport : public testing::EmptyTestEventListener {
     // after a lost context even "is there a GPU?" may fail with the fault)...
     const testing::TestResult& result = *t.result();
     for (int i = 0; i < result.total_part_count() && fault == nullptr; ++i) {
-      const std::string text = result.GetTestPartResult(i).message();
-      for (const KnownFault& f : kKnownFaults)
-        if (text.find(cudaGetErrorString(f.code)) != std::string::npos) {
-          fault = &f;
-          code = f.code;
-          named = true;
-          break;
-        }
+      fault = fault_named_in(result.GetTestPartResult(i).message());
+      if (fault != nullptr) {
+        code = fault->code;
+        named = true;
+      }
     }
     // ... or one the test left behind: its kernels faulted after its last check.
     const cudaError_t left = cudaDeviceSynchronize();
