@@ -3,9 +3,9 @@
 # fresh build the three parts take about 8 to 10 minutes on an H100 with 16 cores, so run it as two
 # calls, `selftest` then `compare` (the second finds build/gpu built); `all` stops at DEADLINE.
 #
-#   1. build the six trainers (solution track) in build/gpu;
-#   2. the parity self-test: PyTorch evaluates a model saved by each GPU stage (04 MLP, 05 and 06
-#      MLP and CNN) and must count the same correct predictions, and takes the same 20 SGD steps
+#   1. build the trainers (solution track) in build/gpu;
+#   2. the parity self-test: PyTorch evaluates a model saved by each GPU stage on one GPU (04 MLP,
+#      05 to 09 MLP and CNN; stage 07 in FP32) and must count the same correct predictions, and takes the same 20 SGD steps
 #      from the same weights to within 5e-4 + 1e-3|p| of each stage's parameters;
 #   3. the comparison of every stage with PyTorch's rows (eager, CUDA graph, torch.compile + CUDA
 #      graph, CPU one thread, CPU every core), three epochs per row (the median epoch is then
@@ -40,7 +40,8 @@ ls data/fashion-mnist >>"$LOG" 2>&1 || say "warning: no data/fashion-mnist: the 
 
 step "configure" 90 cmake -S . -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 -DCOURSE_TRACKS=solution
 step "build the trainers" 300 cmake --build "$BUILD" -j16 --target s01_train_solution s02_train_solution \
-  s03_train_solution s04_train_solution s05_train_solution s06_train_solution
+  s03_train_solution s04_train_solution s05_train_solution s06_train_solution \
+  s07_train_solution s08_train_solution s09_train_solution
 if [ "$MODE" = all ] || [ "$MODE" = selftest ]; then
   step "parity self-test" 200 python3 tools/compare.py --peer pytorch --self-test --build-dir "$BUILD" \
     --out "$OUT/selftest"

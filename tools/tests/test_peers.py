@@ -378,6 +378,17 @@ class CompareTables(unittest.TestCase):
 
 
 class Parity(unittest.TestCase):
+    def test_the_default_stages_are_every_gpu_stage_on_one_gpu(self):
+        from compare_lib.stages import KNOWN_STAGES
+        chosen = peer_parity.parity_stages(KNOWN_STAGES)
+        ids = [s.id for s in chosen]
+        self.assertEqual(ids, [s.id for s in KNOWN_STAGES if s.gpu and s.gpus <= 1])
+        self.assertIn("04_cuda_matmul", ids)
+        self.assertIn("07_fast_gemm", ids)
+        self.assertEqual(ids.count("09_multi_gpu"), 1, "stage 09 on one GPU only")
+        self.assertTrue(all(s.gpu for s in chosen), "no CPU stage")
+        self.assertNotIn(2, [s.gpus for s in chosen])
+
     def models(self, change=0.0, where=0):
         a, b = small_model(), small_model()
         b.tensors[where].values[0] += change
