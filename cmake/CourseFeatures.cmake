@@ -23,6 +23,9 @@ endif()
 # Exercises leave function bodies as stubs, so their parameters go unused.
 set(COURSE_EXERCISE_WARNINGS -Wno-unused-parameter -Wno-unused-variable
     -Wno-unused-but-set-variable -Wno-unused-function -Wno-unused-but-set-parameter)
+# The same for nvcc's front end: a kernel whose body is a TODO leaves its constants and
+# shared arrays unreferenced (#177: declared but never referenced).
+set(COURSE_EXERCISE_CUDA_WARNINGS -diag-suppress=177)
 
 # ---- optimisation ----------------------------------------------------------
 # `#pragma omp simd` in the lesson code marks the reductions the compiler may
@@ -92,11 +95,23 @@ if(COURSE_ENABLE_CUDA AND COURSE_SANITIZE STREQUAL "")
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
-    # H100 is sm_90; 80/86/89 cover A100, RTX 30xx and RTX 40xx / L4.
+    # H100 is sm_90; 80/86/89 cover A100, RTX 30xx and RTX 40xx / L4. On a machine
+    # where nvidia-smi lists no GPU the CUDA code can be compiled and read but not
+    # run, so one architecture (CI's) is enough: a quarter of the device code.
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES 80 86 89 90)
+      execute_process(COMMAND nvidia-smi -L RESULT_VARIABLE _course_smi_rc OUTPUT_VARIABLE _course_smi_out
+                      ERROR_QUIET)
+      if(_course_smi_rc EQUAL 0 AND _course_smi_out MATCHES "GPU [0-9]")
+        set(CMAKE_CUDA_ARCHITECTURES 80 86 89 90)
+      else()
+        set(CMAKE_CUDA_ARCHITECTURES 90)
+        set(COURSE_CUDA_ARCH_NOTE "; no GPU seen, so one architecture: set CMAKE_CUDA_ARCHITECTURES for another")
+      endif()
     endif()
     enable_language(CUDA)
+    # Line numbers of device code (no change to the code generated): a fault
+    # found by compute-sanitizer is then reported at its file and line.
+    add_compile_options($<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
     set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit QUIET)
@@ -105,10 +120,20 @@ if(COURSE_ENABLE_CUDA AND COURSE_SANITIZE STREQUAL "")
     endif()
   endif()
 endif()
+# Hopper's arch-specific instructions (wgmma) exist only in code built for sm_90a, which
+# runs on compute capability 9.0 alone. Sources named *_sm90a.cu are built for it when the
+# build targets Hopper at all (cmake/CourseStage.cmake).
+set(COURSE_HAVE_SM90A OFF)
+set(_sm90a_note "; no sm_90a: stage 07's wgmma kernel is not built")
+if(COURSE_HAVE_CUDA AND CMAKE_CUDA_ARCHITECTURES MATCHES "(^|;)90")
+  set(COURSE_HAVE_SM90A ON)
+  set(_sm90a_note "; sm_90a for the wgmma kernel")
+endif()
 if(COURSE_HAVE_CUDA)
-  message(STATUS "[course] CUDA: found (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
+  message(STATUS "[course] CUDA: found (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES}"
+                 "${_sm90a_note}${COURSE_CUDA_ARCH_NOTE})")
 else()
-  course_feature("CUDA" COURSE_HAVE_CUDA "stages 04, 05 and 06 (GPU) are not built")
+  course_feature("CUDA" COURSE_HAVE_CUDA "stages 04 to 09 (GPU) are not built")
 endif()
 
 # ---- cuDNN: under the toolkit, or where Debian/Ubuntu packages put it ------
@@ -127,7 +152,34 @@ if(COURSE_HAVE_CUDA)
   endif()
 endif()
 if(NOT COURSE_HAVE_CUDNN)
-  course_feature("cuDNN" COURSE_HAVE_CUDNN "stage 06 (06_cudnn) is not built")
+  course_feature("cuDNN" COURSE_HAVE_CUDNN "stages 06 (06_cudnn) and 09 (09_multi_gpu, on stage 06's engine) are not built")
+endif()
+
+# ---- NCCL (stage 09): under the toolkit, a Debian/Ubuntu package, or anywhere
+# COURSE_NCCL_ROOT (include/ and lib/) or NCCL_INCLUDE_DIR and NCCL_LIBRARY say.
+# PyTorch's wheels ship the library alone as libnccl.so.2 (nvidia/nccl/lib),
+# hence that name too.
+set(COURSE_HAVE_NCCL OFF)
+set(COURSE_NCCL_ROOT "" CACHE PATH "Where NCCL is installed (a folder with include/nccl.h and lib/libnccl.so*)")
+if(COURSE_HAVE_CUDA)
+  find_path(NCCL_INCLUDE_DIR nccl.h
+    HINTS ${COURSE_NCCL_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS} /usr/include/x86_64-linux-gnu /usr/include)
+  find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2
+    HINTS ${COURSE_NCCL_ROOT}/lib ${COURSE_NCCL_ROOT}/lib64 ${CUDAToolkit_LIBRARY_DIR} /usr/lib/x86_64-linux-gnu /usr/lib)
+  if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+    set(COURSE_HAVE_NCCL ON)
+    file(STRINGS ${NCCL_INCLUDE_DIR}/nccl.h _nccl_version REGEX "^#define NCCL_(MAJOR|MINOR|PATCH) ")
+    string(REGEX REPLACE "[^0-9;]" "" _nccl_version "${_nccl_version}")
+    string(REPLACE ";" "." _nccl_version "${_nccl_version}")
+    add_library(course_nccl INTERFACE)
+    target_include_directories(course_nccl INTERFACE ${NCCL_INCLUDE_DIR})
+    target_link_libraries(course_nccl INTERFACE ${NCCL_LIBRARY})
+    message(STATUS "[course] NCCL: found (${NCCL_LIBRARY}, header ${_nccl_version} in ${NCCL_INCLUDE_DIR})")
+  endif()
+endif()
+if(NOT COURSE_HAVE_NCCL)
+  course_feature("NCCL" COURSE_HAVE_NCCL
+                 "stage 09 (09_multi_gpu) is not built (set COURSE_NCCL_ROOT, or NCCL_INCLUDE_DIR and NCCL_LIBRARY)")
 endif()
 
 # ---- tests, benchmarks, docs -----------------------------------------------

@@ -164,7 +164,9 @@ void configure_trainer_app(CLI::App& app, TrainerOptions& o, const StageInfo& st
       ->type_name("N");
 
   // ---- training
-  app.add_option("--epochs", o.epochs, "Passes over the training set (>= 1)")->check(at_least(1))->type_name("N");
+  app.add_option("--epochs", o.epochs, "Passes over the training set (>= 1; 0 with --save saves the initial weights)")
+      ->check(at_least(0))
+      ->type_name("N");
   app.add_option("--batch", o.batch, "Minibatch size (>= 1)")->check(at_least(1))->type_name("N");
   app.add_option("--lr", o.lr, "Learning rate (> 0) of the first epoch")->check(above_zero())->type_name("RATE");
   app.add_option("--lr-schedule", o.lr_schedule,
@@ -217,6 +219,14 @@ std::optional<int> parse_trainer_options(int argc, const char* const* argv, cons
     const int code = app.exit(e, out, err);
     // --help is a "success" exit of CLI11; every real error is a usage error.
     return code == 0 ? 0 : 2;
+  }
+  // --epochs 0 trains nothing: it is how a run writes the initial weights of its
+  // seed to a model file (for a comparison that must start where the stages do),
+  // and on its own it is a mistake.
+  if (options.epochs == 0 && options.save.empty()) {
+    err << "error: --epochs: must be at least 1, not 0 (0 is allowed only with --save FILE, which then saves the "
+           "initial weights)\nRun with --help for the options.\n";
+    return 2;
   }
   return std::nullopt;
 }

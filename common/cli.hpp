@@ -25,7 +25,7 @@ struct TrainerOptions {
   std::string loss = "cross-entropy";   ///< --loss: cross-entropy or mse
   std::string dataset = "fashion-mnist";///< --dataset (course::dataset_names())
   std::string data_dir;                 ///< --data-dir: where the data files are ("" = the usual places)
-  int epochs = 10;                      ///< --epochs, at least 1
+  int epochs = 10;                      ///< --epochs, at least 1 (0 with --save: save the initial weights)
   int batch = 64;                       ///< --batch, at least 1
   double lr = 0.02;                     ///< --lr, above 0: the rate of the first epoch
   std::string lr_schedule = "cosine";   ///< --lr-schedule: constant, or cosine (decays to 0 over the run)
@@ -53,9 +53,9 @@ struct StageInfo {
 };
 
 /// Adds every shared flag to `app`, bound to `options` (whose current values
-/// become the defaults shown by --help), with its checks: --epochs and --batch
-/// at least 1, --lr above 0, --momentum in [0, 1), --limit and --threads at
-/// least 0, --model, --dataset, --loss and --activation from their lists,
+/// become the defaults shown by --help), with its checks: --epochs at least 0
+/// (parse_trainer_options() allows 0 only with --save), --batch at least 1,
+/// --lr above 0, --momentum in [0, 1), --limit and --threads at least 0, --model, --dataset, --loss and --activation from their lists,
 /// --evaluate only with --load, --arch and --layers not together, --resume
 /// neither with --load nor with --evaluate, --checkpoint-every at least 0. --threads
 /// exists only when `stage.has_threads`. Sets the description, the footer of
@@ -74,7 +74,9 @@ void configure_trainer_app(CLI::App& app, TrainerOptions& options, const StageIn
 /// what the user asked for or what went wrong and returns the exit code: 0
 /// after --help (printed to `out`), 2 for a usage error (an unknown flag, a
 /// missing or bad value), printed to `err` as CLI11's message naming the flag,
-/// followed by "Run with --help for the options."
+/// followed by "Run with --help for the options.". `--epochs 0` without
+/// `--save` is a usage error too: 0 epochs only serve to save the initial
+/// weights of the seed.
 std::optional<int> parse_trainer_options(int argc, const char* const* argv, const StageInfo& stage,
                                          TrainerOptions& options,
                                          const std::function<void(CLI::App&)>& extra_options, std::ostream& out,

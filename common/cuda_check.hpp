@@ -31,15 +31,45 @@ class GpuError : public std::runtime_error {
 /// A name for a cuBLAS status (cuBLAS has cublasGetStatusString since 11.4).
 inline std::string cublas_status_name(cublasStatus_t s) { return cublasGetStatusString(s); }
 
+/// What a learner can still do on a machine without a usable GPU, appended to every
+/// no-GPU reason (test skips, the trainers' refusal, the comparison's skipped rows).
+inline constexpr const char* kWithoutGpuHere =
+    "stages 01-03 run here on the CPU; the GPU stages, 04 and later, build here and can be read; their "
+    "figures, measured on an H100, are in docs/figures/ and in the lessons";
+
+/// Why no GPU can be used, in words a learner can act on. `err` is what
+/// cudaGetDeviceCount returned (cudaSuccess when it ran and counted no device);
+/// `driver` and `runtime` are cudaDriverGetVersion and
+/// cudaRuntimeGetVersion (1000 * major + 10 * minor; a driver of 0 means none is
+/// installed). CUDA's own words come first, so the message can be searched for.
+inline std::string no_gpu_reason(cudaError_t err, int driver, int runtime) {
+  const auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
+  if (err == cudaSuccess)
+    return std::string("no CUDA device on this machine (the NVIDIA driver is installed but lists no GPU): ") +
+           kWithoutGpuHere;
+  const std::string why = std::string("no usable GPU: cudaGetDeviceCount: ") + cudaGetErrorString(err);
+  if (err == cudaErrorNoDevice)
+    return why + " (the NVIDIA driver is installed but sees no GPU): " + kWithoutGpuHere;
+  if (err == cudaErrorInsufficientDriver && driver == 0)
+    return why + " (this machine has no NVIDIA driver, hence no GPU to run on): " + kWithoutGpuHere;
+  if (err == cudaErrorInsufficientDriver)
+    return why + " (the NVIDIA driver supports CUDA " + version(driver) + ", older than the CUDA " + version(runtime) +
+           " runtime this build uses: update the driver): " + kWithoutGpuHere;
+  return why;
+}
+
 /// True when a CUDA device can be used; otherwise false and `why` says why
-/// ("no CUDA device: cudaGetDeviceCount returned ..."). Tests skip with it.
+/// (no_gpu_reason: CUDA's words, what they mean, what still works here). Tests skip with it.
 inline bool gpu_available(std::string* why = nullptr) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
-    if (why)
-      *why = err != cudaSuccess ? std::string("no usable GPU: cudaGetDeviceCount: ") + cudaGetErrorString(err)
-                                : std::string("no CUDA device on this machine");
+    if (why) {
+      int driver = 0, runtime = 0;
+      cudaDriverGetVersion(&driver);
+      cudaRuntimeGetVersion(&runtime);
+      *why = no_gpu_reason(err, driver, runtime);
+    }
     cudaGetLastError();  // clear the sticky error so later checks are not confused by it
     return false;
   }

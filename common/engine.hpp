@@ -6,6 +6,7 @@
 /// trains one epoch and evaluates, on its own device, with its own lesson code.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -39,11 +40,44 @@ struct LayerTime {
 /// Called after each training batch (after its SGD step) with the examples
 /// done so far this epoch and their running loss sum. Engines that keep the
 /// loss on a device pass NaN on every batch and say so with
-/// Engine::reports_batch_loss() (false); the trainer then checks the loss
-/// once per epoch. The trainer may throw from the callback, to stop the epoch
-/// after this batch (Ctrl-C, a diverged loss): an engine lets that exception
-/// pass and need not finish the epoch.
+/// Engine::reports_batch_loss() (false); such an engine checks the loss itself,
+/// a few steps late, and throws NonFiniteLoss naming the first bad step (the
+/// GPU engines do: stage 04's train_epoch_in_batches); the trainer also checks
+/// the epoch's loss when the epoch ends. The trainer may throw from the
+/// callback, to stop the epoch after this batch (Ctrl-C, a diverged loss): an
+/// engine lets that exception pass and need not finish the epoch. An engine
+/// that checks its loss late first finishes the checks of the steps it has
+/// queued, and throws NonFiniteLoss instead when one of them was bad, so that
+/// a stopped run never saves a checkpoint of a diverged model.
 using BatchCallback = std::function<void(long examples_done, double loss_sum)>;
+
+/// What Engine::train_epoch() throws when it finds that the loss of one of its
+/// steps was NaN or Inf, for an engine that finds it late: a GPU engine keeps
+/// the loss on the device and reads it back a few steps after queuing them
+/// (common/loss_check.hpp), so when it finds the first bad step it has
+/// already queued some more. Steps count from 1 within the Dataset that
+/// train_epoch() was given.
+class NonFiniteLoss : public std::runtime_error {
+ public:
+  NonFiniteLoss(int step, long examples_done, double loss_sum, int steps_queued)
+      : std::runtime_error("the running loss sum is " + std::string(std::isnan(loss_sum) ? "NaN" : "Inf") +
+                           " after step " + std::to_string(step)),
+        step_(step), examples_done_(examples_done), loss_sum_(loss_sum), steps_queued_(steps_queued) {}
+  /// The first step whose loss was NaN or Inf.
+  int step() const { return step_; }
+  /// Examples of the epoch trained up to and including that step.
+  long examples_done() const { return examples_done_; }
+  /// The running loss sum after that step: NaN or +-Inf.
+  double loss_sum() const { return loss_sum_; }
+  /// Steps the engine had queued when it found out (>= step()): where the run stopped.
+  int steps_queued() const { return steps_queued_; }
+
+ private:
+  int step_;
+  long examples_done_;
+  double loss_sum_;
+  int steps_queued_;
+};
 
 /// What an engine that cannot save or restore its optimizer state throws from
 /// Engine::get_optimizer_state() and Engine::set_optimizer_state().
@@ -94,9 +128,17 @@ class Engine {
 
   /// True when the loss_sum the engine passes to its BatchCallback is the real
   /// running sum; false (the default) when it passes NaN because the loss stays
-  /// on the device until the epoch ends. The trainer stops a diverged run at
-  /// the first batch whose loss is NaN or Inf only when this is true.
+  /// on the device. The trainer stops a diverged run at the first batch whose
+  /// reported loss is NaN or Inf when this is true; otherwise at the
+  /// NonFiniteLoss the engine throws (when it checks its loss itself), else
+  /// when the epoch ends.
   virtual bool reports_batch_loss() const { return false; }
+  /// Why two runs of this engine with the same settings may not end with the
+  /// same bits (e.g. "cuDNN may add with atomics: --conv-algos fastest"), or
+  /// "" (the default) when they do. The trainer prints it with --resume and
+  /// --checkpoint-every: a resumed run then matches an uninterrupted one only
+  /// to rounding.
+  virtual std::string nondeterminism() const { return ""; }
   /// Host copies of everything besides the parameters that training changes
   /// and a resumed run needs to continue bit for bit: for SGD with momentum the
   /// velocity of every parameter, in model order ("fc1.weight.velocity", ...).
@@ -111,6 +153,24 @@ class Engine {
   virtual void set_optimizer_state(const std::vector<NamedTensor>& state) {
     (void)state;
     throw CheckpointNotSupported("this stage cannot checkpoint: its engine does not expose its optimizer state");
+  }
+
+  // ---- one process of several (stage 09 trains with one process per GPU) ----
+
+  /// False on the processes of a multi-process run that do not speak for it
+  /// (stage 09: every rank but rank 0). The trainer there writes no file: no
+  /// model (--save), no checkpoint, no --json. It still trains, evaluates and
+  /// stops at the same points as the others. The default: true.
+  virtual bool writes_files() const { return true; }
+  /// Whether the run stops here. The trainer asks after every step
+  /// (`at_epoch_end` false) and after every epoch's evaluation (true), on every
+  /// process, passing whether this process was asked to stop (Ctrl-C,
+  /// SIGTERM). The default stops where it is asked. The processes of one run
+  /// must all answer alike at the same point: stage 09 answers false within an
+  /// epoch and, at its end, whether any rank was asked.
+  virtual bool stop_requested(bool asked, bool at_epoch_end) {
+    (void)at_epoch_end;
+    return asked;
   }
 
   /// What this run's engine is made of, beyond what every engine reports: stage 05's

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <utility>
 
 #include "common/rng.hpp"
 #include "common/tensor.hpp"
@@ -50,8 +51,77 @@ std::string GradCheckResult::message() const {
                 "%zu of %zu entries checked",
                 tensor.c_str(), worst_rel_error, worst_where.c_str(), analytic, numeric, tolerance, checked,
                 total);
+  std::string m = buf;
+  if (failing > 0) {
+    m += "; wrong at " + std::to_string(failing) + " of them: " + failing_where;
+    m += failing < checked ? "; the other " + std::to_string(checked - failing) + " agree" : "";
+  }
+  if (!pattern.empty()) m += "; " + pattern;
+  return m;
+}
+
+namespace {
+
+/// What the wrong entries share, from (analytic, numeric) of each: the same ratio a/n at every one of them
+/// (a scale factor: a mean not taken, or taken twice; -1: a sign), or an analytic 0 where the numeric is not
+/// (a gradient never written). Empty when they share nothing this can name.
+std::string failure_pattern(const std::vector<std::pair<double, double>>& wrong) {
+  if (wrong.size() < 2) return "";  // one entry shares nothing with another
+  std::size_t only_numeric = 0, only_analytic = 0;  // one of the two is 0 (exactly: the loss does not move)
+  for (const auto& [a, n] : wrong) {
+    only_numeric += a == 0.0 && n != 0.0;
+    only_analytic += n == 0.0 && a != 0.0;
+  }
+  if (only_numeric == wrong.size())
+    return "the analytic gradient is 0 at each wrong entry: a gradient never written, or zeroed after";
+  // Most wrong entries one-sided, both ways: gradient sent to the wrong entries (where several land on one
+  // entry, that entry is wrong both ways, hence "most").
+  if (only_numeric > 0 && only_analytic > 0 && 4 * (only_numeric + only_analytic) >= 3 * wrong.size()) {
+    char buf[360];
+    std::snprintf(buf, sizeof buf,
+                  "at %zu of the wrong entries only the numeric gradient is non-zero, at %zu only the analytic one: "
+                  "the gradient lands on entries that do not move the loss, and misses the ones that do (an index or "
+                  "an offset is off)", only_numeric, only_analytic);
+    return buf;
+  }
+  char buf[256];
+  // The same difference a - n at every wrong entry: a term added (or left out) where it does not belong.
+  const double diff = wrong[0].first - wrong[0].second;
+  bool same_diff = diff != 0.0;
+  for (const auto& [a, n] : wrong) same_diff = same_diff && std::fabs((a - n) - diff) <= 1e-6 * std::fabs(diff);
+  if (same_diff) {
+    const double k = std::round(1 / std::fabs(diff));
+    std::string as_fraction;
+    if (k >= 2 && std::fabs(1 / std::fabs(diff) - k) < 1e-4 * k)
+      as_fraction = " = " + std::string(diff < 0 ? "-" : "") + "1/" + std::to_string(static_cast<long>(k));
+    std::snprintf(buf, sizeof buf,
+                  "analytic - numeric = %.6g%s at each wrong entry: the gradient there is off by one constant term, "
+                  "left out or added (a label's? a bias's?)", diff, as_fraction.c_str());
+    return buf;
+  }
+  double ratio = 0;
+  for (const auto& [a, n] : wrong) {
+    if (n == 0.0) return "";
+    const double r = a / n;
+    if (ratio == 0) ratio = r;
+    if (!(std::fabs(r - ratio) <= 1e-4 * std::fabs(ratio))) return "";
+  }
+  if (std::fabs(ratio + 1) < 1e-4) return "analytic = -numeric at each wrong entry: the sign is flipped";
+  const double k = std::round(ratio), inv = std::round(1 / ratio);
+  if (std::fabs(ratio) > 1 && k >= 2 && std::fabs(ratio - k) < 1e-4 * k)
+    std::snprintf(buf, sizeof buf,
+                  "analytic = %.0f x numeric at each wrong entry: a factor of %.0f too much (a mean that does "
+                  "not divide by its count, e.g. a batch of %.0f?)", k, k, k);
+  else if (std::fabs(ratio) < 1 && inv >= 2 && std::fabs(1 / ratio - inv) < 1e-4 * inv)
+    std::snprintf(buf, sizeof buf,
+                  "analytic = numeric / %.0f at each wrong entry: divided by %.0f once too often (a mean taken "
+                  "twice?)", inv, inv);
+  else
+    std::snprintf(buf, sizeof buf, "analytic = %.4g x numeric at each wrong entry: a constant factor is off", ratio);
   return buf;
 }
+
+}  // namespace
 
 GradCheckResult check_gradient(const std::string& tensor_name, double* param, const std::vector<int>& shape,
                                const double* analytic, const std::function<double()>& loss,
@@ -61,6 +131,8 @@ GradCheckResult check_gradient(const std::string& tensor_name, double* param, co
   r.tolerance = options.tolerance;
   r.total = TensorT<double>::count(shape);
   r.worst_rel_error = -1;
+  std::vector<std::pair<double, double>> wrong;  // (analytic, numeric) of every entry over the tolerance
+  constexpr std::size_t kShown = 4;              // wrong entries named in the message
   for (std::size_t i : sample_indices(r.total, options.max_samples, options.seed)) {
     const double saved = param[i];
     param[i] = saved + options.eps;
@@ -71,6 +143,11 @@ GradCheckResult check_gradient(const std::string& tensor_name, double* param, co
     const double numeric = (plus - minus) / (2 * options.eps);
     const double err = relative_error(analytic[i], numeric, options.tiny);
     ++r.checked;
+    if (!(err <= options.tolerance)) {
+      if (r.failing < kShown) r.failing_where += (r.failing ? ", " : "") + index_to_string(i, shape);
+      ++r.failing;
+      wrong.emplace_back(analytic[i], numeric);
+    }
     if (err > r.worst_rel_error) {
       r.worst_rel_error = err;
       r.worst_index = i;
@@ -80,6 +157,8 @@ GradCheckResult check_gradient(const std::string& tensor_name, double* param, co
   }
   if (r.checked == 0) r.worst_rel_error = 0;
   r.worst_where = index_to_string(r.worst_index, shape);
+  if (r.failing > kShown) r.failing_where += " and " + std::to_string(r.failing - kShown) + " more";
+  r.pattern = failure_pattern(wrong);
   r.passed = r.checked > 0 && r.worst_rel_error <= options.tolerance;
   return r;
 }

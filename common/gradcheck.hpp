@@ -42,7 +42,12 @@ struct GradCheckResult {
   std::size_t checked = 0;     ///< entries compared
   std::size_t total = 0;       ///< entries in the tensor
   double tolerance = 0;
-  /// One line: "dW of fc1: worst relative error 3.1e-01 at [2, 5] (analytic ..., numeric ...), tolerance 1e-06, 64 of 1200 entries checked"
+  std::size_t failing = 0;     ///< checked entries over the tolerance
+  std::string failing_where;   ///< the first of them, e.g. "[0, 3], [1, 6], [2, 0] and 2 more"
+  std::string pattern;         ///< what every wrong entry shares, when they share it (a constant factor, a sign), else ""
+  /// One line: "dW of fc1: worst relative error 3.1e-01 at [2, 5] (analytic ..., numeric ...), tolerance 1e-06,
+  /// 64 of 1200 entries checked; wrong at 3 of them: [2, 5], [4, 1], [7, 0]; the other 61 agree"
+  /// and, when the wrong entries share a pattern, what it is ("analytic = 4 x numeric at each: ...").
   std::string message() const;
 };
 

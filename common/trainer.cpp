@@ -174,15 +174,22 @@ struct ResumePoint {
   long examples_done = 0;
 };
 
-// "loss is NaN at epoch 3, step 17 of 938: ..." (step 0: not known).
-std::string divergence_message(double loss, int epoch, int step, int steps, double lr) {
+// "loss is NaN at epoch 3, step 17 of 938: ..." (step 0: not known). `stopped_after`
+// > 0: an engine that checks its loss late (course::NonFiniteLoss) stopped after that step.
+std::string divergence_message(double loss, int epoch, int step, int steps, double lr, int stopped_after = 0) {
   std::string where = "at epoch " + std::to_string(epoch);
   if (step > 0)
     where += ", step " + std::to_string(step) + " of " + std::to_string(steps);
   else
     where += " (this stage reports its loss once per epoch, so the first bad step is not known)";
-  return std::string("loss is ") + (std::isinf(loss) ? "Inf" : "NaN") + " " + where +
-         ": the run diverged; try a smaller --lr, e.g. " + fmt("%g", lr / 10) + " (now " + fmt("%g", lr) + ")";
+  std::string message = std::string("loss is ") + (std::isinf(loss) ? "Inf" : "NaN") + " " + where +
+                        ": the run diverged; try a smaller --lr, e.g. " + fmt("%g", lr / 10) + " (now " +
+                        fmt("%g", lr) + ")";
+  if (stopped_after > 0)
+    message += "\n(this stage keeps its loss on the device and reads it back a few steps late: the run stopped"
+               " after step " +
+               std::to_string(stopped_after) + ")";
+  return message;
 }
 
 void warn_if_differs(const std::string& flag, bool differs, const std::string& now, const std::string& saved) {
@@ -303,8 +310,9 @@ void write_json(const TrainerOptions& o, const json& results) {
 }
 
 // The run after parsing. Errors leave as exceptions; run_trainer() turns them into exit codes.
-int train_or_evaluate(const TrainerOptions& o, const StageInfo& stage, const EngineFactory& make_engine,
+int train_or_evaluate(const TrainerOptions& given, const StageInfo& stage, const EngineFactory& make_engine,
                       const std::vector<std::string>& command, const Timer& total_timer) {
+  TrainerOptions o = given;  // less the files to write, on a process that writes none (Engine::writes_files())
   json results;
   results["stage"] = {{"id", stage.id}, {"title", stage.title}};
   results["options"] = to_json(o);
@@ -377,6 +385,12 @@ int train_or_evaluate(const TrainerOptions& o, const StageInfo& stage, const Eng
     throw UsageError("stage " + stage.id + " cannot run " + spec + ": " + e.what());
   }
   if (!engine) throw std::runtime_error("stage " + stage.id + " built no engine");
+  const bool writes_files = engine->writes_files();
+  if (!writes_files) {
+    o.save.clear();
+    o.json.clear();
+    o.checkpoint_every = 0;
+  }
   const std::string device = engine->device();
   results["device"] = device;
   results["threads"] = config.threads;
@@ -422,6 +436,10 @@ int train_or_evaluate(const TrainerOptions& o, const StageInfo& stage, const Eng
                                                             : stage.id + ".ckpt";
   const std::uint64_t labels_hash = labels_fingerprint(train);
   if (o.checkpoint_every > 0) optimizer_state_or_usage_error(*engine, stage, "--checkpoint-every");
+  const std::string nondeterminism = engine->nondeterminism();
+  if (!nondeterminism.empty() && (o.checkpoint_every > 0 || !o.resume.empty()))
+    std::cerr << "note: " << nondeterminism << ", so a resumed run matches an uninterrupted one only to rounding,"
+              << " not bit for bit\n";
   results["epochs"] = json::array();
   ResumePoint start;  // where training starts: epoch 0, step 0 unless resumed
   if (!o.resume.empty()) {
@@ -484,6 +502,7 @@ int train_or_evaluate(const TrainerOptions& o, const StageInfo& stage, const Eng
   };
   // Saves a checkpoint for a stop (Ctrl-C or SIGTERM) and says how to go on.
   auto stop_for_signal = [&](int epochs_done, int step, long done, const std::string& where) -> int {
+    if (!writes_files) return kExitInterrupted;  // the process that writes saves the checkpoint and says so
     const char* what = StopSignals::received() == SIGTERM ? "SIGTERM" : "Ctrl-C";
     std::cout.flush();
     results["status"] = "interrupted";
@@ -555,10 +574,28 @@ int train_or_evaluate(const TrainerOptions& o, const StageInfo& stage, const Eng
           if (batch_loss && !std::isfinite(loss_sum)) throw StopEpoch{true, step, total_done, loss_sum};
           // After the last step the epoch is complete: it ends as usual and the
           // stop is taken at the epoch boundary below.
-          if (StopSignals::received() && total_done < train.size()) throw StopEpoch{false, step, total_done, loss_sum};
+          if (engine->stop_requested(StopSignals::received() != 0, false) && total_done < train.size())
+            throw StopEpoch{false, step, total_done, loss_sum};
         });
         train_seconds = timer.seconds();
         bar.finish();
+      } catch (const NonFiniteLoss& bad) {
+        // An engine that checks its loss late (the GPU engines) counts steps in
+        // the Dataset it was given: after a resume inside this epoch, the
+        // examples left after step start.step, so the epoch's step is start.step more.
+        const int first_step = (partial ? start.step : 0);
+        std::cout.flush();
+        std::cerr << divergence_message(bad.loss_sum(), epoch, first_step + bad.step(), steps_per_epoch, o.lr,
+                                        first_step + bad.steps_queued())
+                  << "\n";
+        results["epochs"].push_back({{"epoch", epoch},
+                                     {"loss", nullptr},
+                                     {"step", first_step + bad.step()},
+                                     {"stopped_after_step", first_step + bad.steps_queued()}});
+        results["status"] = "diverged";
+        results["total_seconds"] = total_timer.seconds();
+        write_json(o, results);
+        return kExitDiverged;
       } catch (const StopEpoch& stop) {
         if (!stop.diverged)
           return stop_for_signal(epoch - 1, stop.step, stop.examples_done,
@@ -626,11 +663,17 @@ int train_or_evaluate(const TrainerOptions& o, const StageInfo& stage, const Eng
           std::cerr << "warning: " << e.what() << "; training goes on\n";
         }
       }
-      if (StopSignals::received() && epoch < o.epochs)
+      if (engine->stop_requested(StopSignals::received() != 0, true) && epoch < o.epochs)
         return stop_for_signal(epoch, 0, 0, "after epoch " + std::to_string(epoch));
     }
   }
-  if (!trained) {
+  if (o.epochs == 0) {
+    const std::string weights = !o.resume.empty() ? "the weights of the checkpoint " + o.resume
+                                : !o.load.empty()  ? "the weights loaded from " + o.load
+                                                   : "the initial weights of seed " + std::to_string(o.seed);
+    std::cout << "--epochs 0: nothing trained; the figures below are those of " << weights << "\n";
+    ev = evaluate_test(*engine, test);
+  } else if (!trained) {
     std::cout << "the run has done " << start.epoch << " epochs"
               << (start.step > 0 ? " and " + std::to_string(start.step) + " steps of the next" : std::string())
               << " of the --epochs " << o.epochs << " asked for: nothing left to train (raise --epochs to go on)\n";

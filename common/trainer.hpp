@@ -48,7 +48,8 @@ enum TrainerExit : int {
 /// (course::check_model_matches, then every tensor's name and shape) and
 /// sets the parameters; with --evaluate it then evaluates the test set,
 /// prints the report and stops. Otherwise it prints a header line and trains
-/// for --epochs epochs; epoch e (1-based on screen) is passed to
+/// for --epochs epochs (`--epochs 0`, allowed only with --save, trains
+/// nothing: the report and the model file are those of the initial weights); epoch e (1-based on screen) is passed to
 /// Engine::train_epoch as e - 1, the index course::epoch_order takes. Each
 /// epoch shows a progress bar, then one line:
 ///
@@ -63,8 +64,10 @@ enum TrainerExit : int {
 /// Safety (docs/robustness.md):
 /// - A NaN or Inf loss stops the run with kExitDiverged and a message naming
 ///   the epoch and the step and suggesting a smaller --lr. The step is known
-///   when the engine reports its loss per batch (Engine::reports_batch_loss());
-///   otherwise the check happens once per epoch and the message says so.
+///   when the engine reports its loss per batch (Engine::reports_batch_loss())
+///   or throws course::NonFiniteLoss (the GPU engines, which check their loss
+///   on the device a few steps late and stop there); otherwise the check
+///   happens once per epoch and the message says so.
 /// - `--checkpoint-every N` saves a checkpoint (common/checkpoint.hpp) after
 ///   every N-th epoch, atomically, to `--checkpoint FILE` (default: the
 ///   --resume file, else `<stage id>.ckpt`); a checkpoint that cannot be
@@ -72,12 +75,19 @@ enum TrainerExit : int {
 /// - `--resume FILE` restores the parameters and the optimizer state
 ///   (Engine::set_optimizer_state()) and continues at the epoch and step
 ///   saved, up to --epochs: same seed and settings, bit-identical parameters
-///   to a run never stopped. Other data is refused; other settings are warned about.
+///   to a run never stopped (an engine whose runs differ in the last bits says so,
+///   Engine::nondeterminism(), and the trainer prints it). Other data is
+///   refused; other settings are warned about.
 /// - Ctrl-C (SIGINT) or SIGTERM during training finishes the current step,
 ///   saves a checkpoint, prints the command that continues the run and
 ///   returns kExitInterrupted; a second Ctrl-C ends the program at once. A
 ///   stop inside an epoch resumes inside it: the engine is given the examples
-///   that epoch had left (course::remaining_examples()).
+///   that epoch had left (course::remaining_examples()). The engine decides
+///   where a requested stop happens (Engine::stop_requested(): stage 09's
+///   ranks stop together at the end of an epoch).
+/// - An engine that is one process of several and not the one that speaks for
+///   the run (Engine::writes_files() false: stage 09's ranks but rank 0) trains
+///   as the others do and writes no model, checkpoint or JSON file.
 int run_trainer(int argc, char** argv, const StageInfo& stage, const EngineFactory& make_engine,
                 const std::function<void(CLI::App&)>& extra_options = {});
 

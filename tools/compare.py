@@ -4,8 +4,13 @@
     python3 tools/compare.py                      every stage this build has, the MLP and the CNN
     python3 tools/compare.py --stages 01,02 --models mlp --epochs 3 --full
     python3 tools/compare.py --sweep-threads      stage 03 on 1, 2, 4, ... cores, and the Amdahl fit
-    python3 tools/compare.py --sweep-matmul       stage 04's matmul kernels at sizes 128 ... 4096 vs cuBLAS
+    python3 tools/compare.py --sweep-matmul       the matmul kernels at sizes 128 ... 4096 against cuBLAS: stage 04's,
+                                                  and stage 07's in FP32, TF32 and BF16 (each against cuBLAS of its own)
     python3 tools/compare.py --all                all three
+    python3 tools/compare.py --stages 07 --variants none     stage 07 in FP32 only, without its tf32 and bf16 rows
+    python3 tools/compare.py --peer pytorch       the comparison with PyTorch's rows beside the stages
+    python3 tools/compare.py --peer pytorch --self-test --build-dir build/gpu
+                                                  PyTorch against every GPU stage: same accuracy, same 20 steps
 
 Each stage's reference trainer (build/default/bin/sNN_train_solution) trains the same model on
 the same data with the same seed, batch size and learning rate, and writes its figures to JSON;
@@ -13,19 +18,28 @@ this script reads them. By default the CNN on a CPU stage trains on the first 6,
 training images (one pass) and its seconds are scaled to a whole epoch; everything else trains
 one whole epoch. The table marks every scaled figure, and --full times whole epochs everywhere.
 A stage the machine cannot run is a "skipped" row with the reason; a model a stage cannot train
-is "n/a". Outputs: results/compare.{csv,json,svg} (and sweep_threads.*, sweep_matmul.*), with
-the trainers' logs in results/logs/. Exit code 1 when a trainer failed.
+is "n/a". Stage 07 has two more rows per model, "07_fast_gemm tf32" and "07_fast_gemm bf16" (its
+trainer with --precision tf32 or bf16; its own row is FP32): each reads "vs prev" against the FP32 row,
+so the table says what the precision buys beside the accuracy it costs (--variants picks them).
+Outputs: results/compare.{csv,json,svg} (and sweep_threads.*, sweep_matmul.*, sweep_fast_gemm.*),
+with the trainers' logs in results/logs/. Exit code 1 when a trainer failed.
+
+--peer pytorch adds PyTorch's rows (eager, CUDA graph, torch.compile + CUDA graph on the GPU; one
+thread and every core on the CPU) on the same work from the same initial weights, and a column that
+reads every row against PyTorch's fastest (tools/compare_lib/peers.py). Where PyTorch is not
+installed, or has no GPU, those rows are skipped with the reason.
 """
 import argparse
+import itertools
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
-from compare_lib import machine, sweeps, table  # noqa: E402
-from compare_lib.runs import run_from_dict, run_stage  # noqa: E402
-from compare_lib.stages import CONV_MODELS, all_stages, select_models, select_stages  # noqa: E402
+from compare_lib import machine, peer_parity, peers, sweeps, table  # noqa: E402
+from compare_lib.runs import as_variant, run_from_dict, run_stage  # noqa: E402
+from compare_lib.stages import CONV_MODELS, all_stages, select_models, select_stages, select_variants  # noqa: E402
 
 CPU_CONV_IMAGES = 6000   # a CNN on one CPU thread does ~1,400 img/s on a small machine: 4 s instead of 45
 
@@ -37,6 +51,9 @@ def parse_args(argv=None):
     what.add_argument("--stages", default="", help="stages to run, e.g. 01,02 or 03_openmp (default: all)")
     what.add_argument("--models", default="mlp,cnn", help="models, from mlp, cnn, cnn-deep (default: mlp,cnn)")
     what.add_argument("--dataset", default="fashion-mnist", help="data set of every run (default: fashion-mnist)")
+    what.add_argument("--variants", default="all", metavar="LIST",
+                      help="the extra rows of a stage with another setting, by label: stage 07's tf32 and bf16 "
+                           "(--precision); 'none' runs each stage's own row only (default: all)")
     what.add_argument("--track", default="solution", choices=["solution", "exercise"],
                       help="compare the reference trainers (solution) or your own (exercise)")
     how = ap.add_argument_group("how much to train")
@@ -58,10 +75,22 @@ def parse_args(argv=None):
                        help="stage 03 at 1, 2, 4, ... threads, --parallel data and loops, with the Amdahl fit")
     modes.add_argument("--thread-counts", default="", help="thread counts of --sweep-threads (default: 1,2,4,... cores)")
     modes.add_argument("--sweep-matmul", action="store_true",
-                       help="stage 04's matmul kernels at every size against cuBLAS (needs a GPU)")
+                       help="the matmul kernels at every size against cuBLAS (needs a GPU): stage 04's "
+                            "(s04_matmul_sweep), then stage 07's in each precision with the GPU's ceilings "
+                            "(s07_matmul_sweep --roofline)")
     modes.add_argument("--sizes", default="", help="matrix sizes of --sweep-matmul (default: its own, 128 ... 4096)")
-    modes.add_argument("--mlp-gemms", action="store_true", help="--sweep-matmul also times the MLP's own GEMMs")
+    modes.add_argument("--course-gemms", "--mlp-gemms", dest="course_gemms", action="store_true",
+                       help="--sweep-matmul also times the models' own GEMMs: the MLP's at stage 04 (its --mlp), "
+                            "the MLP's and the CNN's at batch 64 and 256 at stage 07 (its --course)")
     modes.add_argument("--all", action="store_true", help="the comparison and both sweeps")
+    peer = ap.add_argument_group("another framework beside the stages")
+    peer.add_argument("--peer", choices=["pytorch"], default=None,
+                      help="add PyTorch's rows to the comparison (skipped with the reason where it is not installed)")
+    peer.add_argument("--peer-python", default="", metavar="COMMAND",
+                      help="the Python that runs PyTorch, e.g. 'venv/bin/python' (default: this one)")
+    peer.add_argument("--self-test", action="store_true",
+                      help="with --peer pytorch: instead of the comparison, check PyTorch against every GPU stage "
+                           "(the test accuracy of each stage's model, 20 steps from the same weights)")
     modes.add_argument("--replot", metavar="JSON", default=None,
                        help="redraw the table, CSV and SVG of a compare.json (from another machine, say) into --out")
     out = ap.add_argument_group("where")
@@ -77,9 +106,12 @@ def parse_args(argv=None):
             ap.error(f"--{name} must be at least 1, not {getattr(args, name)}")
     if args.limit is not None and args.limit < 0:
         ap.error(f"--limit must be at least 0 (0 = the whole epoch), not {args.limit}")
+    if args.self_test and not args.peer:
+        ap.error("--self-test checks a peer framework against the stages: give --peer pytorch")
     try:
         args.model_list = select_models(args.models)
         args.stage_list = select_stages(all_stages(ROOT), args.stages)
+        args.variant_set = select_variants(args.stage_list, args.variants)
         args.count_list = [int(c) for c in args.thread_counts.split(",") if c.strip()]
         args.size_list = [int(c) for c in args.sizes.split(",") if c.strip()]
     except ValueError as e:
@@ -110,7 +142,7 @@ def stage_extra(stage, args):
 
 
 def progress(i, total, run):
-    head = f"[{i:2d}/{total}] {run.stage:16s} {run.model:8s}"
+    head = f"[{i:2d}/{total}] {run.stage:17s} {run.model:8s}"
     if run.status != "ok":
         print(f"{head} {run.status}: {run.reason}", flush=True)
         return
@@ -125,7 +157,7 @@ def gpu_of(runs):
         if r.gpu and r.status == "ok":
             return r.device
     for r in runs:
-        if r.gpu and r.status == "skipped" and not r.reason.startswith(("not built", "not in")):
+        if r.gpu and not r.peer and r.status == "skipped" and not r.reason.startswith(("not built", "not in")):
             return f"none ({r.reason})"
     return None
 
@@ -136,6 +168,8 @@ def header_lines(info, args, command, date, what):
              f"build:   {info['build_dir']} ({info.get('build_type') or '?'} build, git {info.get('git') or '?'})",
              f"date:    {date}",
              f"command: {command}"]
+    if info.get("peer"):
+        lines.append(f"peer:    {peers.describe(info['peer'])}")
     warning = machine.load_warning(info.get("load_average_at_start"), info.get("cores") or 1)
     return lines + ([warning] if warning else []) + [""]
 
@@ -150,25 +184,47 @@ def machine_now(args, gpu, load_at_start):
 def common_settings(args):
     return {"dataset": args.dataset, "batch": args.batch, "epochs": args.epochs, "seed": args.seed,
             "limit": args.limit, "full": args.full, "track": args.track, "threads": args.threads,
-            "parallel": args.parallel, "kernel": args.kernel,
+            "parallel": args.parallel, "kernel": args.kernel, "peer": args.peer, "variants": sorted(args.variant_set),
             "images_rule": "whole epochs" if args.full else (
                 f"the first {args.limit} images" if args.limit is not None else
                 f"the first {CPU_CONV_IMAGES} images for a CNN on a CPU stage, else the whole epoch")}
 
 
+def comparison_jobs(args):
+    """(stage, model, variant) of every trainer run, model by model: each stage's own row (variant None),
+    then its Variant rows that --variants keeps."""
+    return [(s, m, v) for m in args.model_list for s in args.stage_list
+            for v in [None] + [v for v in s.variants if v.label in args.variant_set]]
+
+
 def compare(args, command, date):
-    jobs = [(s, m) for m in args.model_list for s in args.stage_list]
+    jobs = comparison_jobs(args)
     load = machine.load_average()
     runs = []
     print(f"running {len(jobs)} trainers from {args.build_dir} (logs in {args.out / 'logs'})", flush=True)
-    for i, (stage, model) in enumerate(jobs, 1):
+    for i, (stage, model, variant) in enumerate(jobs, 1):
         run = run_stage(ROOT, args.build_dir, stage, model, out_dir=args.out, epochs=args.epochs, batch=args.batch,
                         limit=images_limit(stage, model, args), seed=args.seed, dataset=args.dataset,
-                        threads=args.threads, extra=stage_extra(stage, args), track=args.track, timeout=args.timeout)
+                        threads=args.threads, extra=stage_extra(stage, args) + list(variant.args if variant else ()),
+                        track=args.track, timeout=args.timeout, tag=f"_{variant.label}" if variant else "")
+        if variant:
+            run = as_variant(run, stage, variant)
         runs.append(run)
         progress(i, len(jobs), run)
+    peer_info = None
+    if args.peer:
+        print(f"PyTorch rows ({len(peers.PYTORCH_ROWS)} per model; logs in {args.out / 'logs'})", flush=True)
+        counter = itertools.count(1)
+        peer_runs, peer_info = peers.peer_rows(
+            ROOT, args.build_dir, all_stages(ROOT), args.model_list, peers.PYTORCH_ROWS, out_dir=args.out,
+            epochs=args.epochs, batch=args.batch, limit_of=lambda p, m: images_limit(p, m, args), seed=args.seed,
+            dataset=args.dataset, peer_python=args.peer_python, track=args.track, timeout=args.timeout,
+            progress=lambda r: progress(next(counter), len(peers.PYTORCH_ROWS) * len(args.model_list), r))
+        runs += peer_runs
     rows = table.order_rows(table.compute_speedups(runs), args.model_list)
     info = machine_now(args, gpu_of(runs), load)
+    if peer_info is not None:
+        info["peer"] = peer_info
     print()
     print(table.format_table(rows, header_lines(info, args, command, date,
                                                 "Seconds per training epoch of every stage on the same work "
@@ -254,32 +310,53 @@ def sweep_threads(args, command, date):
 
 
 def sweep_matmul(args, command, date):
-    s04 = {s.id: s for s in all_stages(ROOT)}["04_cuda_matmul"]
-    print("stage 04 matmul sweep (s04_matmul_sweep)", flush=True)
+    """Both matmul sweeps, each skipped with the reason where its binary or a GPU is missing: stage 04's
+    kernels against cuBLAS, then stage 07's in FP32, TF32 and BF16, each against cuBLAS of its precision."""
+    by_id = {s.id: s for s in all_stages(ROOT)}
+    print(f"stage 04 matmul sweep ({sweeps.SWEEP_BINARY})", flush=True)
     load = machine.load_average()
-    result = sweeps.run_matmul_sweep(ROOT, args.build_dir, s04, args.out, sizes=args.size_list, mlp=args.mlp_gemms,
-                                     timeout=args.timeout)
-    gpu = result["output"].splitlines()[0].split(";")[0] if result["status"] == "ok" and result["output"] else None
+    result = sweeps.run_matmul_sweep(ROOT, args.build_dir, by_id["04_cuda_matmul"], args.out, sizes=args.size_list,
+                                     mlp=args.course_gemms, timeout=args.timeout)
+    rc = matmul_sweep_files(args, command, date, load, result, name="sweep_matmul", title="Stage 04 matmul sweep",
+                            what="stage 04 matmul GFLOP/s by size and kernel, against cuBLAS",
+                            table=sweeps.format_matmul_table, to_csv=sweeps.matmul_csv, to_svg=sweeps.matmul_svg)
+    print(f"\nstage 07 matmul sweep ({sweeps.FAST_SWEEP_BINARY} --roofline)", flush=True)
+    load = machine.load_average()
+    result = sweeps.run_fast_gemm_sweep(ROOT, args.build_dir, by_id["07_fast_gemm"], args.out, sizes=args.size_list,
+                                        course=args.course_gemms, timeout=args.timeout)
+    rc |= matmul_sweep_files(
+        args, command, date, load, result, name="sweep_fast_gemm",
+        title="Stage 07 matmul sweep, each kernel against cuBLAS of its own precision",
+        what="stage 07 matmul GFLOP/s by size, kernel and precision (FP32, TF32, BF16), each against cuBLAS of the "
+             "same precision; the GPU's ceilings measured first",
+        extra={"ceilings": result["ceilings"], "notes": result["notes"]},
+        table=lambda rows, header: sweeps.format_fast_gemm_table(rows, header, result["ceilings"], result["notes"]),
+        to_csv=sweeps.fast_gemm_csv, to_svg=sweeps.fast_gemm_svg)
+    return rc
+
+
+def matmul_sweep_files(args, command, date, load, result, *, name, title, what, table, to_csv, to_svg, extra=None):
+    """Prints one matmul sweep's table and writes NAME.json (always: the status and the reason), NAME.csv
+    and NAME.svg (when it has rows). 1 when the sweep failed or a kernel was wrong."""
+    gpu = sweeps.sweep_gpu(result["output"])
     info = machine_now(args, gpu or (f"none ({result['reason']})" if result["status"] == "skipped" else None), load)
     args.out.mkdir(parents=True, exist_ok=True)
-    payload = {"what": "stage 04 matmul GFLOP/s by size and kernel, against cuBLAS", "date": date, "command": command,
-               "machine": info, "status": result["status"], "reason": result["reason"],
-               "sweep_command": result["command"], "rows": result["rows"]}
-    json_path = args.out / "sweep_matmul.json"
+    payload = {"what": what, "date": date, "command": command, "machine": info, "status": result["status"],
+               "reason": result["reason"], "sweep_command": result["command"], **(extra or {}), "rows": result["rows"]}
+    json_path = args.out / f"{name}.json"
     sweeps.write_json(json_path, payload)
     if not result["rows"]:
-        print(f"stage 04 matmul sweep: {result['status']}: {result['reason']}")
+        print(f"{title}: {result['status']}: {result['reason']}")
         print(f"\nwrote {_shown(json_path)}")
         return 1 if result["status"] == "error" else 0
     print()
-    print(sweeps.format_matmul_table(result["rows"], header_lines(info, args, command, date,
-                                                                  "Stage 04 matmul sweep")))
+    print(table(result["rows"], header_lines(info, args, command, date, title)))
     if result["status"] == "error":
         print(f"\nerror: {result['reason']}")
-    csv_path, svg_path = args.out / "sweep_matmul.csv", args.out / "sweep_matmul.svg"
-    csv_path.write_text(sweeps.matmul_csv(result["rows"]))
-    svg_path.write_text(sweeps.matmul_svg(result["rows"], gpu=gpu or "GPU", machine_line=machine.machine_line(info),
-                                          date=date, command=command))
+    csv_path, svg_path = args.out / f"{name}.csv", args.out / f"{name}.svg"
+    csv_path.write_text(to_csv(result["rows"]))
+    svg_path.write_text(to_svg(result["rows"], gpu=gpu or "GPU", machine_line=machine.machine_line(info), date=date,
+                               command=command))
     print("\nwrote " + ", ".join(_shown(p) for p in (csv_path, json_path, svg_path)))
     return 1 if result["status"] == "error" else 0
 
@@ -297,6 +374,8 @@ def main(argv=None):
     date = machine.now()
     if args.replot:
         return replot(args)
+    if args.self_test:
+        return peer_parity.self_test(ROOT, args, command, date)
     rc = 0
     if args.all or not (args.sweep_threads or args.sweep_matmul):
         rc |= compare(args, command, date)

@@ -6,7 +6,11 @@
 
 Each block sits between <!-- compare:NAME --> and <!-- /compare:NAME --> and holds the table that
 `tools/compare.py --replot docs/figures/compare_NAME.json` prints: the figures, the machine, the
-date and the exact command of that run, never retyped by hand.
+date and the exact command of that run, never retyped by hand, and under it the run's chart,
+docs/figures/compare_NAME.svg, so every page that shows a comparison shows its chart too. A new
+lesson gets both by holding the two marker pairs (see docs/lessons/01_fc_softmax.md). Every
+docs/figures/compare_*.json is a run (h100, vm, ...); a run of `compare.py --peer pytorch` brings
+its PyTorch rows and its "vs PyTorch best" column along, as the replot prints them.
 """
 import argparse
 import re
@@ -16,8 +20,10 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNS = {"h100": ROOT / "docs/figures/compare_h100.json", "vm": ROOT / "docs/figures/compare_vm.json"}
+RUNS = {p.stem[len("compare_"):]: p for p in sorted((ROOT / "docs/figures").glob("compare_*.json"))}
 FILES = [ROOT / "README.md"] + sorted((ROOT / "docs/lessons").glob("0*.md"))
+CAPTIONS = {"h100": "Every stage's speedup on the GPU machine (H100)",
+            "vm": "Every stage's speedup on the 2-core machine without a GPU (the GPU stages skipped)"}
 
 
 def table_text(json_path):
@@ -28,6 +34,22 @@ def table_text(json_path):
     while lines and not lines[-1]:
         lines.pop()
     return "\n".join(lines)
+
+
+def chart_line(name, json_path, page):
+    """The Markdown image of a run's chart as `page` links it, or "" where the run has no chart. Pages under
+    docs/ are read in the Doxygen site, which finds images by bare name in docs/figures (its IMAGE_PATH);
+    the README is read on its own, so it gets the path from the repository root."""
+    svg = json_path.with_suffix(".svg")
+    if not svg.exists():
+        return ""
+    in_docs = (ROOT / "docs") in page.parents
+    target = svg.name if in_docs else svg.relative_to(ROOT).as_posix()
+    return f"\n![{CAPTIONS.get(name, f'Every stage on the same work ({name})')}]({target})\n\n"
+
+
+def block_text(name, table, json_path, page):
+    return "```\n" + table + "\n```\n" + chart_line(name, json_path, page)
 
 
 def main(argv=None):
@@ -41,7 +63,8 @@ def main(argv=None):
         new = text
         for name, table in tables.items():
             pattern = re.compile(rf"(<!-- compare:{name} -->\n).*?(<!-- /compare:{name} -->)", re.S)
-            new = pattern.sub(lambda m: m.group(1) + "```\n" + table + "\n```\n" + m.group(2), new)
+            block = block_text(name, table, RUNS[name], f)
+            new = pattern.sub(lambda m: m.group(1) + block + m.group(2), new)
         if new != text:
             stale.append(f.relative_to(ROOT))
             if not a.check:

@@ -57,12 +57,22 @@ def run_task(exe: Path, task: str):
         for t in suite.get("testsuite", []):
             name = f"{suite['name']}.{t['name']}"
             if t.get("result") == "SKIPPED" or t.get("status") == "NOTRUN" or "skipped" in t:
-                results.append((name, "skipped", t.get("skipped", [{}])[0].get("message", "") if t.get("skipped") else ""))
+                message = t.get("skipped", [{}])[0].get("message", "") if t.get("skipped") else ""
+                results.append((name, "skipped", message or skip_message(proc.stdout, name)))
             elif t.get("failures"):
                 results.append((name, "failed", " ".join(f.get("failure", "") for f in t["failures"])))
             else:
                 results.append((name, "passed", ""))
     return results
+
+
+def skip_message(stdout, name):
+    """Why a test skipped, from GoogleTest's printed output: the lines between its "file:line: Skipped" and its
+    "[  SKIPPED ]" line (the JSON report of GoogleTest 1.12 leaves the message out)."""
+    block = stdout.split(f"[ RUN      ] {name}\n", 1)[-1].split(f"[  SKIPPED ] {name}", 1)[0]
+    lines = block.splitlines()
+    start = next((i + 1 for i, l in enumerate(lines) if l.endswith(": Skipped")), None)
+    return "\n".join(lines[start:]).strip() if start is not None else ""
 
 
 def main():

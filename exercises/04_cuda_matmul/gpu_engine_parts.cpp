@@ -163,4 +163,43 @@ EpochStats DeviceSums::read(long seen, cudaStream_t stream) const {
   return stats;
 }
 
+DeviceLossSlots::DeviceLossSlots(const double* loss_sum, cudaStream_t stream, int count)
+    : loss_sum_(loss_sum), stream_(stream), events_(static_cast<std::size_t>(count), nullptr) {
+  CUDA_CHECK(cudaHostAlloc(&host_, static_cast<std::size_t>(count) * sizeof(double), cudaHostAllocDefault));
+  for (cudaEvent_t& e : events_) {
+    const cudaError_t err = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+    if (err != cudaSuccess) {
+      release();  // what was made so far
+      throw_gpu_error("cudaEventCreateWithFlags", __FILE__, __LINE__, cudaGetErrorString(err));
+    }
+  }
+}
+
+DeviceLossSlots::~DeviceLossSlots() { release(); }
+
+void DeviceLossSlots::release() {
+  // A stop may leave copies on their way into host_: they must land before it is freed.
+  // Errors are ignored here: after a GPU fault there is nothing left to wait for.
+  for (cudaEvent_t e : events_)
+    if (e != nullptr) {
+      cudaEventSynchronize(e);
+      cudaEventDestroy(e);
+    }
+  events_.clear();
+  if (host_ != nullptr) cudaFreeHost(host_);
+  host_ = nullptr;
+}
+
+void DeviceLossSlots::record(int slot) {
+  const auto i = static_cast<std::size_t>(slot);
+  CUDA_CHECK(cudaMemcpyAsync(host_ + i, loss_sum_, sizeof(double), cudaMemcpyDeviceToHost, stream_));
+  CUDA_CHECK(cudaEventRecord(events_[i], stream_));
+}
+
+double DeviceLossSlots::wait(int slot) {
+  const auto i = static_cast<std::size_t>(slot);
+  CUDA_CHECK(cudaEventSynchronize(events_[i]));
+  return host_[i];
+}
+
 }  // namespace course

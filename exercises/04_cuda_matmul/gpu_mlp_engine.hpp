@@ -9,11 +9,13 @@
 /// | every parameter, gradient and velocity, each in one flat buffer | parameters: at start, and on get/set_parameters |
 /// | the activations and their gradients per layer  | never                              |
 /// | the epoch's shuffled order of examples         | uploaded once per epoch            |
-/// | the epoch's loss sum and correct count         | read once per epoch                |
+/// | the epoch's loss sum and correct count         | read once per epoch; the loss sum also copied back after every step, read a few steps late (the NaN check) |
 ///
 /// A training step is a fixed sequence of kernel launches (gather, forward,
 /// loss, backward, SGD) with no copy in between, so the host only queues work
-/// and the GPU runs the steps back to back.
+/// and the GPU runs the steps back to back. After each step one 8-byte copy of
+/// the running loss sum goes to the host, where it is read a few steps later:
+/// a NaN or Inf loss stops the run without a wait per step (gpu_engine_parts.hpp).
 #pragma once
 
 #include <cstdint>
@@ -52,7 +54,8 @@ class GpuMlpEngine : public Engine {
   /// Read by every SGD step that follows.
   void set_learning_rate(double lr) override { cfg_.lr = lr; }
   /// One epoch: begin_epoch(), train_batch() for every batch, end_epoch().
-  /// `on_batch` gets NaN for the loss: the loss stays on the device until the end.
+  /// `on_batch` gets NaN for the loss, which stays on the device; a NaN or Inf loss
+  /// throws NonFiniteLoss a few steps later (train_epoch_in_batches()).
   EpochStats train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) override;
   EpochStats evaluate(const Dataset& data, std::vector<int>* predictions) override;
   std::vector<NamedTensor> get_parameters() override;

@@ -314,7 +314,7 @@ EpochStats GpuCnnEngine::end_epoch() {
 }
 
 EpochStats GpuCnnEngine::train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) {
-  return train_epoch_in_batches(*this, train, epoch, cfg_.batch, on_batch);
+  return train_epoch_in_batches(*this, train, epoch, cfg_.batch, on_batch, sums_);
 }
 
 EpochStats GpuCnnEngine::evaluate(const Dataset& data, std::vector<int>* predictions) {

@@ -69,6 +69,7 @@ CudnnEngine::CudnnEngine(const EngineConfig& cfg, bool use_graph, const std::vec
       l.weight = offset;
       l.bias = offset + ps[0]->value.size();
       offset = l.bias + ps[1]->value.size();
+      grad_ranges_.push_back({l.weight, offset, layer.name() + " (" + layer.token() + ")"});
     }
     if (l.kind == LayerKind::Activation) {
       l.act = cfg_.arch.layers[i].act;
@@ -83,6 +84,10 @@ CudnnEngine::CudnnEngine(const EngineConfig& cfg, bool use_graph, const std::vec
     layers_.push_back(std::move(l));
     in = layer.out_shape();
   }
+  // backward() finishes the layers last to first.
+  std::reverse(grad_ranges_.begin(), grad_ranges_.end());
+  for (std::size_t r = 0, i = layers_.size(); i-- > 0;)
+    if (layers_[i].kind == LayerKind::Conv || layers_[i].kind == LayerKind::Dense) layers_[i].range = static_cast<int>(r++);
   for (Param<float>* p : net.params()) {
     layout_.names.push_back(p->name);
     layout_.shapes.push_back(p->value.shape);
@@ -269,6 +274,7 @@ void CudnnEngine::backward(const BatchPlan& plan) {
         case LayerKind::Flatten: break;
       }
     });
+    if (sync_ != nullptr && l.range >= 0) sync_->gradients_queued(grad_ranges_[static_cast<std::size_t>(l.range)], stream());
     dy_of_[i] = dx;
   }
 }
@@ -297,7 +303,12 @@ void CudnnEngine::queue_step(const BatchPlan& plan, double* loss_sum, unsigned l
   timed(loss_row_, Pass::Forward,
         [&] { loss(plan, logits, batch_labels_.get(), delta_buf_.back().get(), loss_sum, correct, nullptr); });
   backward(plan);
+  if (sync_ != nullptr) sync_->before_update(stream());  // also in the warm-up: the hooks' work joins the stream
   if (!update) return;
+  queue_update();
+}
+
+void CudnnEngine::queue_update() {
   timed(sgd_row_, Pass::Backward, [&] {
     sgd_update_gpu(params_.get(), grads_.get(), velocity_.get(), static_cast<long>(params_.size()),
                    static_cast<float>(cfg_.lr), static_cast<float>(cfg_.momentum), stream());
@@ -338,11 +349,18 @@ void CudnnEngine::run_captured(const BatchPlan& plan) {
 // ---- epochs -------------------------------------------------------------------------------
 
 void CudnnEngine::begin_epoch(const Dataset& train, int epoch) {
+  begin_epoch_in_order(train, epoch_order(train.size(), cfg_.seed, epoch));
+}
+
+void CudnnEngine::begin_epoch_in_order(const Dataset& train, const std::vector<int>& order) {
+  for (int e : order)
+    if (e < 0 || e >= train.size())
+      throw std::invalid_argument("begin_epoch_in_order: example " + std::to_string(e) + " is outside the " +
+                                  std::to_string(train.size()) + " examples of '" + train.name + "'");
   epoch_data_ = &upload_once(train, cfg_.input, cfg_.classes, train_data_, stream());
-  epoch_size_ = train.size();
+  epoch_size_ = static_cast<int>(order.size());
   next_batch_ = 0;
   if (epoch_size_ > 0) {
-    const std::vector<int> order = epoch_order(epoch_size_, cfg_.seed, epoch);
     CUDA_CHECK(cudaStreamSynchronize(stream()));  // the last epoch's steps may still read the old order
     order_.upload(order);                         // same size, same buffer: a captured step stays valid
   }
@@ -368,13 +386,38 @@ void CudnnEngine::train_batch(int b) {
   const int B = std::min(cfg_.batch, epoch_size_ - first);
   const BatchPlan& plan = plan_for(B);
   recording_ = cfg_.profile;  // only training steps are profiled
-  if (graph_enabled() && B == cfg_.batch)
+  if (graph_enabled() && B == cfg_.batch && (sync_ == nullptr || sync_->step_may_be_captured()))
     run_captured(plan);
   else
     queue_step(plan, sums_.loss_sum.get(), sums_.correct.get(), /*update=*/true);
   if (recording_) profiler_.collect();
   recording_ = false;
   ++next_batch_;
+}
+
+void CudnnEngine::train_batch_without_examples() {
+  if (epoch_data_ == nullptr) throw std::logic_error("CudnnEngine::train_batch_without_examples before begin_epoch");
+  if (next_batch_ < num_batches())
+    throw std::logic_error("CudnnEngine::train_batch_without_examples: batch " + std::to_string(next_batch_) + " of " +
+                           std::to_string(num_batches()) + " still has examples");
+  CUDA_CHECK(cudaMemsetAsync(grads_.get(), 0, grads_.size() * sizeof(float), stream()));
+  if (sync_ != nullptr) {
+    for (const GradientRange& r : grad_ranges_) sync_->gradients_queued(r, stream());
+    sync_->before_update(stream());
+  }
+  queue_update();
+  ++next_batch_;
+}
+
+void CudnnEngine::set_gradient_sync(GradientSync* sync) {
+  drop_graph();
+  warmed_up_ = false;  // the warm-up runs the new hooks' work once outside a capture too
+  sync_ = sync;
+}
+
+void CudnnEngine::drop_graph() {
+  CUDA_CHECK(cudaStreamSynchronize(stream()));  // a replay of the old graph may still run
+  graph_.reset();
 }
 
 EpochStats CudnnEngine::end_epoch() {
@@ -384,7 +427,7 @@ EpochStats CudnnEngine::end_epoch() {
 }
 
 EpochStats CudnnEngine::train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) {
-  return train_epoch_in_batches(*this, train, epoch, cfg_.batch, on_batch);
+  return train_epoch_in_batches(*this, train, epoch, cfg_.batch, on_batch, sums_, stream());
 }
 
 EpochStats CudnnEngine::evaluate(const Dataset& data, std::vector<int>* predictions) {
@@ -446,5 +489,11 @@ std::string CudnnEngine::algorithm_report() {
 }
 
 void CudnnEngine::reset_layer_times() { profiler_.reset(); }
+
+std::string CudnnEngine::nondeterminism() const {
+  if (algo_rule_ != AlgoRule::Fastest) return "";
+  return "stage 06 with --conv-algos fastest may run cuDNN algorithms that add with atomics, in the order the "
+         "threads arrive";
+}
 
 }  // namespace course

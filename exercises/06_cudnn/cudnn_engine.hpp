@@ -9,7 +9,7 @@
 /// | every parameter, gradient and velocity, one flat buffer each | parameters at start and on get/set  |
 /// | each layer's output and gradient; one shared workspace     | never                                 |
 /// | the epoch's shuffled order and the step counter            | order uploaded once per epoch         |
-/// | the epoch's loss sum and correct count                     | read once per epoch                   |
+/// | the epoch's loss sum and correct count                     | read once per epoch; the loss sum also copied back after every step, read a few steps late (the NaN check) |
 ///
 /// | on the host, once per batch size                           | made                                  |
 /// |------------------------------------------------------------|---------------------------------------|
@@ -74,7 +74,8 @@ class CudnnEngine : public Engine {
   /// Read by every SGD step that follows.
   void set_learning_rate(double lr) override { cfg_.lr = lr; }
   /// begin_epoch(), train_batch() for every batch in order, end_epoch().
-  /// `on_batch` gets NaN for the loss: it stays on the device until the end.
+  /// `on_batch` gets NaN for the loss, which stays on the device; a NaN or Inf loss
+  /// throws NonFiniteLoss a few steps later (train_epoch_in_batches()).
   EpochStats train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) override;
   EpochStats evaluate(const Dataset& data, std::vector<int>* predictions) override;
   std::vector<NamedTensor> get_parameters() override;
@@ -86,6 +87,9 @@ class CudnnEngine : public Engine {
   /// gather, the loss and the SGD update, from CUDA events.
   std::vector<LayerTime> layer_times() const override { return profiler_.times(); }
   void reset_layer_times() override;
+  /// Non-empty for AlgoRule::Fastest, whose algorithms may add with atomics: then two
+  /// runs, and a resumed run and an uninterrupted one, differ in the last bits.
+  std::string nondeterminism() const override;
 
   // ---- the pieces of train_epoch(), public for the benchmarks and tests ----
 
@@ -112,6 +116,36 @@ class CudnnEngine : public Engine {
   /// The stream and library handles (benchmarks queue their own work on them).
   const GpuHandles& handles() const { return ctx_.handles(); }
 
+  // ---- what data parallelism needs (stage 09) ----
+
+  /// From now on every training step calls `sync`'s hooks (gpu_engine_parts.hpp;
+  /// nullptr: none). A step captured before is captured again, with them.
+  void set_gradient_sync(GradientSync* sync);
+  /// Forgets the captured step: the next full batch is captured anew. Stage 09
+  /// calls it on every rank at the start of every epoch, because a capture
+  /// holding NCCL calls is collective (every rank captures at the same step),
+  /// and what makes this engine capture again by itself (a larger workspace for
+  /// a new batch size, say) differs from rank to rank.
+  void drop_graph();
+  /// Each layer's share of the flat gradient buffer, in the order backward()
+  /// finishes them (the last layer first): the order of the gradients_queued() calls.
+  const std::vector<GradientRange>& gradient_ranges() const { return grad_ranges_; }
+  /// The batch size of the engine's full steps (EngineConfig::batch).
+  int batch() const { return cfg_.batch; }
+  /// The flat gradient buffer: parameter_count() floats, laid out like the parameters.
+  float* gradients() { return grads_.get(); }
+  std::size_t parameter_count() const { return params_.size(); }
+  /// begin_epoch() visiting the examples of `train` at `order` (indices into
+  /// `train`), in batches of cfg.batch from its start: how stage 09 gives a rank
+  /// its share of the epoch. begin_epoch(train, epoch) is this with course::epoch_order.
+  /// Throws std::invalid_argument for an index outside `train`.
+  void begin_epoch_in_order(const Dataset& train, const std::vector<int>& order);
+  /// Queues the next step of the epoch for a rank that has no examples in it,
+  /// once its own batches are done: every gradient 0, then the GradientSync
+  /// hooks and the update of train_batch(), so that the rank takes part in the
+  /// step's all-reduce and updates its parameters as every other rank does.
+  void train_batch_without_examples();
+
  private:
   /// A layer as this engine runs it (batch-size independent).
   struct Layer {
@@ -121,6 +155,7 @@ class CudnnEngine : public Engine {
     ConvGeometry conv;                 ///< conv layers
     PoolGeometry pool;                 ///< max-pool layers
     std::size_t weight = 0, bias = 0;  ///< offsets of W and b in the flat parameter buffer
+    int range = -1;                    ///< its entry in grad_ranges_ (layers with parameters)
     Activation act = Activation::ReLU;
     bool act_on_cudnn = false;         ///< false: stage 04's kernel (leaky ReLU, softplus)
     std::unique_ptr<ActivationDescriptor> act_desc;
@@ -162,6 +197,7 @@ class CudnnEngine : public Engine {
   void loss(const BatchPlan& plan, const float* logits, const int* labels, float* dlogits, double* loss_sum,
             unsigned long long* correct, int* predictions);
   void queue_step(const BatchPlan& plan, double* loss_sum, unsigned long long* correct, bool update);
+  void queue_update();
   void run_captured(const BatchPlan& plan);
   GraphKey graph_key();
   /// Runs `work`, timed on the engine's stream for --profile as row `row`, pass `pass`.
@@ -179,6 +215,8 @@ class CudnnEngine : public Engine {
   GpuContext ctx_;    // declared before every GPU resource, so destroyed after them
   std::vector<Layer> layers_;
   ParamLayout layout_;  ///< the parameters' names and shapes, in model order
+  std::vector<GradientRange> grad_ranges_;  ///< layers with parameters, last layer first
+  GradientSync* sync_ = nullptr;            ///< stage 09's hooks, or none
   DeviceBuffer<float> params_, grads_, velocity_;
   std::vector<DeviceBuffer<float>> act_buf_;    ///< act_buf_[0]: the gathered batch; [i + 1]: layer i's output (none for flatten)
   std::vector<DeviceBuffer<float>> delta_buf_;  ///< delta_buf_[i]: dL/d(input of layer i), i >= 1; [L]: dL/dlogits

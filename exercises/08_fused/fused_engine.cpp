@@ -406,7 +406,7 @@ EpochStats FusedEngine::end_epoch() {
 }
 
 EpochStats FusedEngine::train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) {
-  return train_epoch_in_batches(*this, train, epoch, cfg_.batch, on_batch);
+  return train_epoch_in_batches(*this, train, epoch, cfg_.batch, on_batch, sums_, stream());
 }
 
 EpochStats FusedEngine::evaluate(const Dataset& data, std::vector<int>* predictions) {

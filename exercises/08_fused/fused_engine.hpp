@@ -74,6 +74,9 @@ class FusedEngine : public Engine {
   std::string device() const override;
   /// Written to device memory, where the update (captured or not) reads it.
   void set_learning_rate(double lr) override;
+  /// begin_epoch(), train_batch() for every batch in order, end_epoch().
+  /// `on_batch` gets NaN for the loss, which stays on the device; a NaN or Inf loss
+  /// throws NonFiniteLoss a few steps later (train_epoch_in_batches()).
   EpochStats train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) override;
   EpochStats evaluate(const Dataset& data, std::vector<int>* predictions) override;
   std::vector<NamedTensor> get_parameters() override;

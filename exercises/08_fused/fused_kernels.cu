@@ -4,6 +4,7 @@
 #include <string>
 
 #include "06_cudnn/step_graph.hpp"
+#include "08_fused/fused_common.cuh"
 #include "08_fused/fused_kernels.hpp"
 
 namespace course {
@@ -65,18 +66,7 @@ std::string describe(const ConvBlockShape& s) {
   return text + " on " + std::to_string(s.C) + "x" + std::to_string(s.H) + "x" + std::to_string(s.W);
 }
 
-int phase_blocks(const FusedPhase& p) {
-  switch (p.kind) {
-    case PhaseKind::Gather: return p.gather.blocks;
-    case PhaseKind::ConvForward: return p.conv_forward.blocks;
-    case PhaseKind::ConvBackward: return p.conv_backward.weight_blocks + p.conv_backward.input_blocks;
-    case PhaseKind::DenseForward: return p.dense_forward.blocks;
-    case PhaseKind::DenseBackward: return p.dense_backward.weight_blocks + p.dense_backward.input_blocks;
-    case PhaseKind::Head: return p.head.blocks;
-    case PhaseKind::Sgd: return p.sgd.blocks;
-  }
-  return 0;
-}
+int phase_blocks(const FusedPhase& p) { return fused_phase_blocks(p); }
 
 int phase_smem_bytes(const FusedPhase& p) {
   switch (p.kind) {

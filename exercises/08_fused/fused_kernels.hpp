@@ -145,10 +145,11 @@ void conv_block_forward_gpu(const ConvForwardArgs& a, cudaStream_t stream = 0);
 /// takes wg_images examples, wg_filters filters and wg_chans input channels, and
 /// writes its partial sums to slice `slice` of dw_partials (and, for chan_group 0,
 /// of db_partials). Blocks [weight_blocks, weight_blocks + input_blocks) compute the
-/// input gradient (Task 8.3): block `b = (image_group * ig_chan_groups + chan_group)
-/// * ig_tiles_h * ig_tiles_w + tile` takes ig_images examples, kConvGroup input
-/// channels and a tile of ig_tile_h x ig_tile_w cells of dx, staging ig_filters
-/// filters of the output gradient at a time.
+/// input gradient (Task 8.3): block
+/// `b = (image_group * ig_chan_groups + chan_group) * ig_tiles_h * ig_tiles_w + tile`
+/// takes ig_images examples, kConvGroup input channels and a tile of
+/// ig_tile_h x ig_tile_w cells of dx, staging ig_filters filters of the output
+/// gradient at a time.
 ///
 /// The gradient of the conv output, dz = dL/dz, is never stored: both parts
 /// rebuild it where they need it from dy = dL/dy, y and argmax,

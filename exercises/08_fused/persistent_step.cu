@@ -68,19 +68,6 @@ struct ConvBackwardCall {
   __device__ static void run(const ConvBackwardArgs& a, int block, float* smem) { conv_block_backward_tile<K, Q>(a, block, smem); }
 };
 
-__device__ inline int blocks_of(const FusedPhase& p) {
-  switch (p.kind) {
-    case PhaseKind::Gather: return p.gather.blocks;
-    case PhaseKind::ConvForward: return p.conv_forward.blocks;
-    case PhaseKind::ConvBackward: return p.conv_backward.weight_blocks + p.conv_backward.input_blocks;
-    case PhaseKind::DenseForward: return p.dense_forward.blocks;
-    case PhaseKind::DenseBackward: return p.dense_backward.weight_blocks + p.dense_backward.input_blocks;
-    case PhaseKind::Head: return p.head.blocks;
-    case PhaseKind::Sgd: return p.sgd.blocks;
-  }
-  return 0;
-}
-
 /// Virtual block `block` of phase p.
 __device__ inline void run_phase(const FusedPhase& p, int block, float* smem) {
   switch (p.kind) {

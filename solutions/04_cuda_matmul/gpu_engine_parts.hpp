@@ -12,7 +12,12 @@
 ///   layer and pass;
 /// - DeviceSums: the loss sum and correct count an epoch keeps on the device,
 ///   copied to the host once;
-/// - train_epoch_in_batches(): train_epoch() as begin, every batch, end.
+/// - DeviceLossSlots: the running loss sum copied back a few steps late, so
+///   that a NaN or Inf loss stops the run at once (common/loss_check.hpp);
+/// - train_epoch_in_batches(): train_epoch() as begin, every batch with its
+///   loss check, end;
+/// - GradientRange and GradientSync: where stage 09's data parallelism hooks
+///   its all-reduce into an engine's step.
 #pragma once
 
 #include <algorithm>
@@ -26,6 +31,7 @@
 #include "common/cuda_check.hpp"
 #include "common/data.hpp"
 #include "common/engine.hpp"
+#include "common/loss_check.hpp"
 #include "common/tensor.hpp"
 
 namespace course {
@@ -121,18 +127,83 @@ struct DeviceSums {
   EpochStats read(long seen, cudaStream_t stream = 0) const;
 };
 
+/// The slots of common/loss_check.hpp on a GPU: slot i is one double of pinned
+/// host memory, where an asynchronous copy of the running loss sum lands, and
+/// an event recorded on the stream right after that copy. Pinned memory, since
+/// a copy to ordinary (pageable) host memory would make the host wait for it.
+class DeviceLossSlots {
+ public:
+  /// `count` slots for copies of `*loss_sum` (a DeviceSums' loss_sum), queued on `stream`.
+  DeviceLossSlots(const double* loss_sum, cudaStream_t stream, int count);
+  /// Waits for the copies still on their way (a stop may leave some), then frees the slots.
+  ~DeviceLossSlots();
+  DeviceLossSlots(const DeviceLossSlots&) = delete;
+  DeviceLossSlots& operator=(const DeviceLossSlots&) = delete;
+
+  /// Queues, after the work queued so far on the stream, a copy of the running sum into `slot`.
+  void record(int slot);
+  /// Waits for the copy into `slot` (for the GPU to reach it) and returns it.
+  double wait(int slot);
+
+ private:
+  void release();
+
+  const double* loss_sum_;
+  cudaStream_t stream_;
+  double* host_ = nullptr;            ///< [count], pinned
+  std::vector<cudaEvent_t> events_;   ///< [count]
+};
+
+/// Values [begin, end) of an engine's flat gradient buffer that one layer's
+/// backward pass writes (its weight, then its bias), with the layer's name.
+struct GradientRange {
+  std::size_t begin = 0, end = 0;
+  std::string name;  ///< "fc1 (fc100)"
+  std::size_t size() const { return end - begin; }
+};
+
+/// What data parallelism (stage 09) adds to a GPU engine's training step: the
+/// engine calls these while it queues a step, captured into a CUDA graph or not,
+/// so their work becomes part of the step.
+///
+/// An engine that takes a GradientSync (stage 06's CudnnEngine::set_gradient_sync)
+/// calls gradients_queued() once per layer with parameters, in the order of
+/// its gradient_ranges(), right after queueing that layer's last write to its
+/// gradients; then before_update() once the whole backward pass is queued and
+/// before anything reads a gradient. A step of a rank that has no examples
+/// (the end of an epoch split over more ranks than examples) zeroes the
+/// gradients and makes the same calls. Capturing a step is a collective choice
+/// when the step holds NCCL calls (every rank captures, or none does), so the
+/// engine replays its graph only for steps that step_may_be_captured() allows.
+class GradientSync {
+ public:
+  virtual ~GradientSync() = default;
+  /// The layer whose gradients are `range` has queued its last write to them on `stream`.
+  virtual void gradients_queued(const GradientRange& range, cudaStream_t stream) = 0;
+  /// Everything of the backward pass is queued on `stream`: make `stream` wait until the gradients are final.
+  virtual void before_update(cudaStream_t stream) = 0;
+  /// Whether the coming step may run as a CUDA graph (true unless the layer above says otherwise).
+  virtual bool step_may_be_captured() const { return true; }
+};
+
 /// One epoch of a GPU engine: engine.begin_epoch(train, epoch), engine.train_batch(b) for
-/// every batch, engine.end_epoch(). `on_batch` gets NaN for the loss: it stays on the device
-/// until the end. Stages 04, 05 and 06 train this way; only their steps differ.
+/// every batch, engine.end_epoch(). Stages 04, 05 and 06 train this way; only their steps differ.
+///
+/// `sums` are the DeviceSums the engine's training steps add to, on `stream`. `on_batch`
+/// gets NaN for the loss, which stays on the device; instead, after each step, a copy of
+/// the running loss sum is queued, and the copy of the step kLossCheckLag back is read
+/// (course::train_steps_checked, common/loss_check.hpp). When one is NaN or Inf, this
+/// throws course::NonFiniteLoss naming that step: the run stops at most kLossCheckLag
+/// steps later, with no synchronisation per step. When `on_batch` throws (a stop:
+/// Ctrl-C), the steps queued so far are checked first, and a bad one turns the stop
+/// into NonFiniteLoss.
 template <typename GpuEngine>
 EpochStats train_epoch_in_batches(GpuEngine& engine, const Dataset& train, int epoch, int batch,
-                                  const BatchCallback& on_batch) {
+                                  const BatchCallback& on_batch, const DeviceSums& sums, cudaStream_t stream = 0) {
   engine.begin_epoch(train, epoch);
-  const int batches = engine.num_batches();
-  for (int b = 0; b < batches; ++b) {
-    engine.train_batch(b);
-    if (on_batch) on_batch(std::min(static_cast<long>(b + 1) * batch, static_cast<long>(train.size())), std::nan(""));
-  }
+  DeviceLossSlots slots(sums.loss_sum.get(), stream, kLossCheckLag + 1);
+  train_steps_checked(engine.num_batches(), batch, train.size(), slots, kLossCheckLag,
+                      [&](int b) { engine.train_batch(b); }, on_batch);
   return engine.end_epoch();
 }
 

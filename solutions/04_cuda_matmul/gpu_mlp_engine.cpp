@@ -202,7 +202,7 @@ EpochStats GpuMlpEngine::end_epoch() {
 }
 
 EpochStats GpuMlpEngine::train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) {
-  return train_epoch_in_batches(*this, train, epoch, cfg_.batch, on_batch);
+  return train_epoch_in_batches(*this, train, epoch, cfg_.batch, on_batch, sums_);
 }
 
 EpochStats GpuMlpEngine::evaluate(const Dataset& data, std::vector<int>* predictions) {

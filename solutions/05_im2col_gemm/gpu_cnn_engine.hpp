@@ -12,7 +12,7 @@
 /// | every parameter, gradient and velocity, each in one flat buffer | parameters: at start, and on get/set_parameters |
 /// | activations, their gradients, pool arg-maxes, the im2col workspace | never               |
 /// | the epoch's shuffled order of examples         | uploaded once per epoch            |
-/// | the epoch's loss sum and correct count         | read once per epoch                |
+/// | the epoch's loss sum and correct count         | read once per epoch; the loss sum also copied back after every step, read a few steps late (the NaN check) |
 ///
 /// Flatten is a view: in NCHW an example [C, H, W] already lies in memory as
 /// the vector [C*H*W] the next dense layer reads, so the flatten layer's
@@ -78,7 +78,8 @@ class GpuCnnEngine : public Engine {
   /// Read by every SGD step that follows.
   void set_learning_rate(double lr) override { cfg_.lr = lr; }
   /// One epoch: begin_epoch(), train_batch() for every batch, end_epoch().
-  /// `on_batch` gets NaN for the loss: the loss stays on the device until the end.
+  /// `on_batch` gets NaN for the loss, which stays on the device; a NaN or Inf loss
+  /// throws NonFiniteLoss a few steps later (train_epoch_in_batches()).
   EpochStats train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) override;
   EpochStats evaluate(const Dataset& data, std::vector<int>* predictions) override;
   std::vector<NamedTensor> get_parameters() override;

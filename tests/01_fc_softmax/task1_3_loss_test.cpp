@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "01_fc_softmax/loss.hpp"
 #include "course_test.hpp"
@@ -30,7 +31,10 @@ TEST(Task1_3_SoftmaxCrossEntropy, GradientIsPMinusYOverB) {
   };
   GradCheckOptions opt;
   opt.tolerance = 1e-7;
-  EXPECT_GRADIENT_OK(check_gradient("dlogits of softmax cross-entropy", z.data(), {B, K}, dz.data(), loss, opt));
+  // The name carries the labels: a gradient wrong only at [n, labels[n]] shows the label term.
+  std::string name = "dlogits of softmax cross-entropy (B=" + std::to_string(B) + ", K=" + std::to_string(K) + "; labels";
+  for (int y : labels) name += " " + std::to_string(y);
+  EXPECT_GRADIENT_OK(check_gradient(name + ")", z.data(), {B, K}, dz.data(), loss, opt));
 }
 
 // Logits of +-1000 overflow e^z in any precision unless the row maximum is subtracted.

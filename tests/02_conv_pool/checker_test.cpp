@@ -1,7 +1,7 @@
 // The gradient checker must catch the classic conv and max-pool mistakes. Each
-// test plants one mistake in a backward pass written here (so these tests do
-// not depend on the learner's code) and expects a rejection; the correct
-// version, from the same code with the mistake switched off, must pass.
+// test plants one mistake in a backward pass of planted_mistakes.hpp (so these
+// tests do not depend on the learner's code) and expects a rejection; the
+// correct version, from the same code with the mistake switched off, must pass.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,64 +9,14 @@
 #include <vector>
 
 #include "course_test.hpp"
+#include "planted_mistakes.hpp"
 #include "reference.hpp"
 
 using namespace course;
 
 namespace {
 
-// Conv backward, written from the formulas, with switches for the mistakes.
-struct ConvMistakes {
-  bool flip_kernel = true;  // false: the input gradient uses W[kh][kw] where the full convolution needs W[K-1-kh][K-1-kw]
-  int input_pad_shift = 0;  // the input gradient lands with the padding off by this many cells
-  int weight_pad_shift = 0; // the weight gradient reads the input with the padding off by this many cells
-};
-
-// dx[n][ci][ih][iw] = sum_{co, a, b} W'[co][ci][a][b] * dy[n][co][oh][ow], the full convolution:
-// W' is W flipped in both axes, and output (oh, ow) is where oh*S = ih + P + a - (K-1) (likewise ow).
-std::vector<double> conv_input_gradient(const std::vector<double>& dy, const std::vector<double>& W, int B,
-                                        const ConvGeometry& g, const ConvMistakes& m) {
-  const int Ho = g.out_h(), Wo = g.out_w(), K = g.K, P = g.P + m.input_pad_shift;
-  std::vector<double> dx(static_cast<std::size_t>(B) * g.in_size(), 0.0);
-  for (int n = 0; n < B; ++n)
-    for (int ci = 0; ci < g.C_in; ++ci)
-      for (int ih = 0; ih < g.H; ++ih)
-        for (int iw = 0; iw < g.W; ++iw) {
-          double s = 0;
-          for (int co = 0; co < g.C_out; ++co)
-            for (int a = 0; a < K; ++a)
-              for (int b = 0; b < K; ++b) {
-                const int sh = ih + P + a - (K - 1), sw = iw + P + b - (K - 1);
-                if (sh < 0 || sw < 0 || sh % g.S != 0 || sw % g.S != 0) continue;
-                const int oh = sh / g.S, ow = sw / g.S;
-                if (oh >= Ho || ow >= Wo) continue;
-                const int kh = m.flip_kernel ? K - 1 - a : a, kw = m.flip_kernel ? K - 1 - b : b;
-                s += W[((co * g.C_in + ci) * K + kh) * K + kw] * dy[((n * g.C_out + co) * Ho + oh) * Wo + ow];
-              }
-          dx[((n * g.C_in + ci) * g.H + ih) * g.W + iw] = s;
-        }
-  return dx;
-}
-
-// dW[co][ci][kh][kw] = sum_{n, oh, ow} dy[n][co][oh][ow] * x[n][ci][oh*S - P + kh][ow*S - P + kw]
-std::vector<double> conv_weight_gradient(const std::vector<double>& x, const std::vector<double>& dy, int B,
-                                         const ConvGeometry& g, const ConvMistakes& m) {
-  const int Ho = g.out_h(), Wo = g.out_w(), K = g.K, P = g.P + m.weight_pad_shift;
-  std::vector<double> dW(static_cast<std::size_t>(g.weight_size()), 0.0);
-  for (int n = 0; n < B; ++n)
-    for (int co = 0; co < g.C_out; ++co)
-      for (int ci = 0; ci < g.C_in; ++ci)
-        for (int kh = 0; kh < K; ++kh)
-          for (int kw = 0; kw < K; ++kw)
-            for (int oh = 0; oh < Ho; ++oh)
-              for (int ow = 0; ow < Wo; ++ow) {
-                const int ih = oh * g.S - P + kh, iw = ow * g.S - P + kw;
-                if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
-                dW[((co * g.C_in + ci) * K + kh) * K + kw] +=
-                    dy[((n * g.C_out + co) * Ho + oh) * Wo + ow] * x[((n * g.C_in + ci) * g.H + ih) * g.W + iw];
-              }
-  return dW;
-}
+using namespace course::planted;
 
 struct ConvFixture {
   int B = 2;
@@ -89,28 +39,6 @@ struct ConvFixture {
     return check_gradient("dW of conv", W.data(), {g.C_out, g.C_in, g.K, g.K}, dW.data(), [&] { return loss(); });
   }
 };
-
-// Max-pool backward with switches for the mistakes.
-enum class PoolMistake { None, TopLeftOfWindow, OverwriteInsteadOfSum };
-
-std::vector<double> pool_input_gradient(const std::vector<double>& x, const std::vector<double>& dy, int B,
-                                        const PoolGeometry& g, PoolMistake mistake) {
-  std::vector<int> argmax;
-  reference::maxpool_forward(x, B, g, &argmax);
-  const int Ho = g.out_h(), Wo = g.out_w();
-  std::vector<double> dx(x.size(), 0.0);
-  for (int p = 0; p < B * g.C; ++p)
-    for (int oh = 0; oh < Ho; ++oh)
-      for (int ow = 0; ow < Wo; ++ow) {
-        const int o = (p * Ho + oh) * Wo + ow;
-        int cell = argmax[o];
-        if (mistake == PoolMistake::TopLeftOfWindow)  // the first image cell of the window, whatever its value
-          cell = std::max(oh * g.S - g.P, 0) * g.W + std::max(ow * g.S - g.P, 0);
-        double& target = dx[static_cast<std::size_t>(p) * g.H * g.W + cell];
-        target = mistake == PoolMistake::OverwriteInsteadOfSum ? dy[o] : target + dy[o];
-      }
-  return dx;
-}
 
 GradCheckResult check_pool(int B, const PoolGeometry& g, std::vector<double> x, PoolMistake mistake) {
   const auto r = testkit::random_vector(B * g.out_size(), 81);
@@ -178,4 +106,45 @@ TEST(Stage02_Checker, RejectsOverlappingWindowGradientsOverwrittenInsteadOfSumme
   std::swap(*std::max_element(x.begin(), x.end()), x[2 * 5 + 2]);
   EXPECT_GRADIENT_OK(check_pool(1, g, x, PoolMistake::None));
   EXPECT_GRADIENT_REJECTED(check_pool(1, g, x, PoolMistake::OverwriteInsteadOfSum));
+}
+
+// The arg-max read as an index of the whole batch: every plane's gradient lands in plane 0.
+TEST(Stage02_Checker, RejectsMaxPoolGradientsAllSentToTheFirstPlane) {
+  const PoolGeometry g{2, 6, 6, 2, 2, 0};
+  EXPECT_GRADIENT_REJECTED(check_pool(2, g, reference::distinct_values(2 * g.in_size(), 85), PoolMistake::FirstPlaneOnly));
+}
+
+// The task tests of 2.2, 2.3 and 2.5 name a mistake when a failing answer is exactly one of these: each planted
+// mistake is named, and neither the correct answer nor an unrelated wrong one is.
+TEST(Stage02_Checker, NamesEachPlantedMistakeAndNothingElse) {
+  const auto has = [](const std::string& text, const char* part) { return text.find(part) != std::string::npos; };
+  ConvFixture f;
+  ConvMistakes unflipped, shifted, weight_shifted;
+  unflipped.flip_kernel = false;
+  shifted.input_pad_shift = 1;
+  weight_shifted.weight_pad_shift = -1;
+  const auto dx = [&](const ConvMistakes& m) { return conv_input_gradient(f.r, f.W, f.B, f.g, m); };
+  EXPECT_TRUE(has(conv_input_mistake(dx(unflipped), f.r, f.W, f.B, f.g), "kernel NOT flipped"));
+  EXPECT_TRUE(has(conv_input_mistake(dx(shifted), f.r, f.W, f.B, f.g), "as if the padding were 2, not 1"));
+  EXPECT_EQ(conv_input_mistake(dx({}), f.r, f.W, f.B, f.g), "");
+  auto scaled = dx({});
+  for (double& v : scaled) v *= 2;
+  EXPECT_EQ(conv_input_mistake(scaled, f.r, f.W, f.B, f.g), "");
+  const auto dW = conv_weight_gradient(f.x, f.r, f.B, f.g, weight_shifted);
+  EXPECT_TRUE(has(conv_weight_mistake(dW, f.x, f.r, f.B, f.g), "as if the padding were 0, not 1"));
+  EXPECT_EQ(conv_weight_mistake(conv_weight_gradient(f.x, f.r, f.B, f.g, {}), f.x, f.r, f.B, f.g), "");
+
+  const PoolGeometry g{2, 5, 5, 3, 2, 0};  // overlapping windows, two planes per example
+  const auto x = reference::distinct_values(2 * g.in_size(), 86), r = testkit::random_vector(2 * g.out_size(), 87);
+  const auto pool = [&](PoolMistake m) { return pool_input_gradient(x, r, 2, g, m); };
+  EXPECT_TRUE(has(pool_mistake(pool(PoolMistake::FirstPlaneOnly), x, r, 2, g), "the first plane"));
+  EXPECT_TRUE(has(pool_mistake(pool(PoolMistake::TopLeftOfWindow), x, r, 2, g), "first cell of its window"));
+  EXPECT_TRUE(has(pool_mistake(pool(PoolMistake::OverwriteInsteadOfSum), x, r, 2, g), "overwrites"));
+  EXPECT_EQ(pool_mistake(pool(PoolMistake::None), x, r, 2, g), "");
+
+  GradCheckResult failed;
+  failed.passed = false;
+  failed.pattern = "analytic = 2 x numeric";
+  name_mistake(failed, "dx is wrong this way");
+  EXPECT_EQ(failed.pattern, "it is this mistake: dx is wrong this way; analytic = 2 x numeric");
 }

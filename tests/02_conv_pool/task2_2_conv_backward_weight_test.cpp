@@ -6,6 +6,7 @@
 #include "02_conv_pool/conv.hpp"
 #include "conv_cases.hpp"
 #include "course_test.hpp"
+#include "planted_mistakes.hpp"
 #include "reference.hpp"
 
 using namespace course;
@@ -24,7 +25,9 @@ void check_weight_gradients(const ConvCase& c) {
   GradCheckOptions opt;
   opt.tolerance = 1e-6;  // conv is linear in W and b: only rounding (up to about 1e-7 on small entries here) separates the two
   const std::string where = " (" + reference::describe(c) + ")";
-  EXPECT_GRADIENT_OK(check_gradient("dW of conv" + where, W.data(), {g.C_out, g.C_in, g.K, g.K}, dW.data(), loss, opt));
+  auto result = check_gradient("dW of conv" + where, W.data(), {g.C_out, g.C_in, g.K, g.K}, dW.data(), loss, opt);
+  planted::name_mistake(result, planted::conv_weight_mistake(dW, x, r, c.B, g));
+  EXPECT_GRADIENT_OK(result);
   EXPECT_GRADIENT_OK(check_gradient("db of conv" + where, b.data(), {g.C_out}, db.data(), loss, opt));
 }
 }  // namespace

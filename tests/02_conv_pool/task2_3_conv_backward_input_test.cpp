@@ -6,6 +6,7 @@
 #include "02_conv_pool/conv.hpp"
 #include "conv_cases.hpp"
 #include "course_test.hpp"
+#include "planted_mistakes.hpp"
 #include "reference.hpp"
 
 using namespace course;
@@ -23,8 +24,10 @@ void check_input_gradient(const ConvCase& c) {
   GradCheckOptions opt;
   opt.tolerance = 1e-6;  // linear in x: only rounding separates the two
   opt.max_samples = 128;  // the input is the tensor where padding and stride mistakes show: look harder
-  EXPECT_GRADIENT_OK(check_gradient("dx of conv (" + reference::describe(c) + ")", x.data(),
-                                    {c.B, g.C_in, g.H, g.W}, dx.data(), loss, opt));
+  auto result = check_gradient("dx of conv (" + reference::describe(c) + ")", x.data(), {c.B, g.C_in, g.H, g.W},
+                               dx.data(), loss, opt);
+  planted::name_mistake(result, planted::conv_input_mistake(dx, r, W, c.B, g));
+  EXPECT_GRADIENT_OK(result);
 }
 }  // namespace
 

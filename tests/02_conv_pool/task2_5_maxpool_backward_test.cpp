@@ -7,6 +7,7 @@
 
 #include "02_conv_pool/pool.hpp"
 #include "course_test.hpp"
+#include "planted_mistakes.hpp"
 #include "reference.hpp"
 
 using namespace course;
@@ -23,8 +24,10 @@ void check_pool_gradient(int B, const PoolGeometry& g) {
   GradCheckOptions opt;
   opt.tolerance = 1e-7;  // piecewise linear: away from ties only rounding (about 1e-9 here) separates the two
   opt.max_samples = 256;
-  EXPECT_GRADIENT_OK(check_gradient("dx of " + g.str() + ", batch " + std::to_string(B), x.data(),
-                                    {B, g.C, g.H, g.W}, dx.data(), loss, opt));
+  auto result = check_gradient("dx of " + g.str() + ", batch " + std::to_string(B), x.data(), {B, g.C, g.H, g.W},
+                               dx.data(), loss, opt);
+  planted::name_mistake(result, planted::pool_mistake(dx, x, r, B, g));
+  EXPECT_GRADIENT_OK(result);
 }
 }  // namespace
 

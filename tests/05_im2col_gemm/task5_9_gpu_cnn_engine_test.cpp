@@ -72,17 +72,10 @@ void check_against_stage02(const std::string& spec, Shape3 input, int batch, int
   const std::vector<NamedTensor> initial = random_parameters(cfg, 93);
 
   GpuCnnEngine gpu(cfg, options, initial);
-  const EpochStats gpu_train = gpu.train_epoch(train, 0, {});
-  std::vector<int> gpu_predictions;
-  const EpochStats gpu_test = gpu.evaluate(test, &gpu_predictions);
-  const std::vector<NamedTensor> got = gpu.get_parameters();
-
-  CpuEngine cpu(cfg, make_cnn_layer<float>);
-  cpu.set_parameters(initial);
-  const EpochStats cpu_train = cpu.train_epoch(train, 0, {});
-  std::vector<int> cpu_predictions;
-  const EpochStats cpu_test = cpu.evaluate(test, &cpu_predictions);
-  const std::vector<NamedTensor> want = cpu.get_parameters();
+  const testkit::SideBySide r = testkit::train_side_by_side(gpu, cfg, train, test, initial);
+  const EpochStats &gpu_train = r.gpu_train, &cpu_train = r.cpu_train, &gpu_test = r.gpu_test, &cpu_test = r.cpu_test;
+  const std::vector<int>&gpu_predictions = r.gpu_predictions, &cpu_predictions = r.cpu_predictions;
+  const std::vector<NamedTensor>&got = r.gpu_params, &want = r.cpu_params;
 
   ASSERT_EQ(gpu_train.seen, cpu_train.seen) << context;
   EXPECT_NEAR(gpu_train.loss_sum, cpu_train.loss_sum, kLossRtol * cpu_train.loss_sum) << context << ": training loss";

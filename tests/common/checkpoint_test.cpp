@@ -18,6 +18,7 @@
 #include "common/data.hpp"
 #include "common/rng.hpp"
 #include "common/trainer.hpp"
+#include "trainer_run.hpp"
 
 namespace course {
 namespace {
@@ -127,22 +128,12 @@ EngineFactory sgd_factory(SgdOptions options = {}) {
   return [options](const EngineConfig& c) -> std::unique_ptr<Engine> { return std::make_unique<SgdEngine>(c, options); };
 }
 
-struct RunResult {
-  int code = -1;
-  std::string out, err;
-};
+using trainer_run::RunResult;
+using trainer_run::same_bits;
 
 RunResult run(std::vector<std::string> args, const EngineFactory& factory) {
   args.insert(args.begin(), "s01_train");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  RunResult r;
-  testing::internal::CaptureStdout();
-  testing::internal::CaptureStderr();
-  r.code = run_trainer(static_cast<int>(argv.size()), argv.data(), kStage, factory);
-  r.out = testing::internal::GetCapturedStdout();
-  r.err = testing::internal::GetCapturedStderr();
-  return r;
+  return trainer_run::run_in_process(kStage, factory, args);
 }
 
 // 200 synthetic examples in batches of 32: 7 steps per epoch, the last one of 8 examples.
@@ -161,21 +152,6 @@ fs::path fresh_dir() {
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
-}
-
-// True when both hold the same tensors, names, shapes and every bit of every value.
-::testing::AssertionResult same_bits(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b) {
-  if (a.size() != b.size()) return ::testing::AssertionFailure() << a.size() << " tensors vs " << b.size();
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (a[i].name != b[i].name || a[i].tensor.shape != b[i].tensor.shape)
-      return ::testing::AssertionFailure() << "tensor " << i << ": " << a[i].name << " vs " << b[i].name;
-    const auto& x = a[i].tensor.data;
-    const auto& y = b[i].tensor.data;
-    for (std::size_t j = 0; j < x.size(); ++j)
-      if (std::memcmp(&x[j], &y[j], sizeof(float)) != 0)
-        return ::testing::AssertionFailure() << a[i].name << "[" << j << "]: " << x[j] << " vs " << y[j];
-  }
-  return ::testing::AssertionSuccess();
 }
 
 Checkpoint small_checkpoint() {

@@ -166,6 +166,17 @@ TEST(Cli, BadNumbers) {
   EXPECT_CONTAINS(p.err, "--epochs: must be at least 1, not 0");
 }
 
+// --epochs 0 saves the initial weights: it needs --save, and without it is the
+// usage error a slip of the finger deserves.
+TEST(Cli, ZeroEpochsOnlyWithSave) {
+  const Parsed p = parse({"--epochs", "0", "--save", "init.bin"});
+  ASSERT_FALSE(p.code.has_value()) << p.err;
+  EXPECT_EQ(p.options.epochs, 0);
+  EXPECT_EQ(p.options.save, "init.bin");
+  expect_usage_error({"--epochs", "0", "--json", "x.json"}, "--epochs");
+  EXPECT_CONTAINS(parse({"--epochs", "0"}).err, "0 is allowed only with --save FILE");
+}
+
 TEST(Cli, UnknownNames) {
   expect_usage_error({"--model", "resnet50"}, "--model");
   expect_usage_error({"--dataset", "imagenet"}, "--dataset");

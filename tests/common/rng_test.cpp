@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <set>
+#include <vector>
 
 #include "common/rng.hpp"
 
@@ -61,4 +63,29 @@ TEST(Rng, EpochOrderIsAPermutation) {
   EXPECT_EQ(s.size(), 1000u);
   EXPECT_EQ(*s.begin(), 0);
   EXPECT_EQ(*s.rbegin(), 999);
+}
+
+// Pinned shuffles. tools/compare_lib/course_rng.py, the copy of epoch_order
+// through which PyTorch visits the same batches as every stage, is tested
+// against the same numbers (tools/tests/test_peers.py), so the two cannot drift apart.
+TEST(Rng, PinnedEpochOrders) {
+  struct Case {
+    int n;
+    std::uint64_t seed;
+    int epoch;
+    std::vector<int> first;
+    int last;
+  };
+  const Case cases[] = {{60000, 42, 0, {19911, 6414, 8512, 47660, 13461, 13805, 20195, 55348}, 6900},
+                        {60000, 42, 1, {43234, 46400, 14883, 34010, 51533, 32077, 56536, 13643}, 11274},
+                        {1280, 42, 0, {94, 1124, 1005, 152, 1233, 747, 950, 471}, 20},
+                        {10, 7, 3, {6, 5, 3, 2, 9, 7, 4, 8}, 0}};
+  for (const Case& c : cases) {
+    const std::vector<int> order = epoch_order(c.n, c.seed, c.epoch);
+    EXPECT_EQ(std::vector<int>(order.begin(), order.begin() + 8), c.first) << "n " << c.n << ", epoch " << c.epoch;
+    EXPECT_EQ(order.back(), c.last) << "n " << c.n << ", epoch " << c.epoch;
+  }
+  Rng r(42, 11);
+  EXPECT_EQ(r.uniform(), 0.4581923489586518);
+  EXPECT_EQ(r.uniform(-0.5, 0.5), 0.30663206536774645);
 }

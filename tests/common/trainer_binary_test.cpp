@@ -4,84 +4,30 @@
 // huge learning rate stops with the divergence message.
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include "trainer_process.hpp"
 
 namespace course {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace trainer_process;
 
 #define EXPECT_CONTAINS(text, part) \
   EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"
 
-fs::path trainer() { return fs::read_symlink("/proc/self/exe").parent_path() / "s01_train_solution"; }
+fs::path trainer() { return bin_dir() / "s01_train_solution"; }
 
-fs::path fresh_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir = fs::temp_directory_path() / ("course_binary_" + std::string(info->test_suite_name()) + "_" + info->name());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-struct Process {
-  pid_t pid = -1;
-  fs::path out, err;
-};
-
-// Starts the trainer with `args`, its stdout and stderr going to files in `dir`.
-Process start(const fs::path& dir, const std::string& name, std::vector<std::string> args) {
-  Process p;
-  p.out = dir / (name + ".out");
-  p.err = dir / (name + ".err");
-  args.insert(args.begin(), trainer().string());
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  p.pid = fork();
-  if (p.pid == 0) {
-    const int out = open(p.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err = open(p.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(127);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return p;
-}
-
-struct Finished {
-  int code = -1;
-  std::string out, err;
-};
-
-Finished wait_for(const Process& p) {
-  int status = 0;
-  Finished f;
-  if (waitpid(p.pid, &status, 0) == p.pid) f.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  f.out = slurp(p.out);
-  f.err = slurp(p.err);
-  return f;
-}
+fs::path fresh_dir() { return trainer_process::fresh_dir("course_binary"); }
 
 Finished run_trainer_binary(const fs::path& dir, const std::string& name, const std::vector<std::string>& args) {
-  return wait_for(start(dir, name, args));
+  return run(trainer(), dir, name, args);
 }
 
 // The same small run every test starts from: a small MLP (784-64-10), so that
@@ -123,6 +69,31 @@ TEST(Stage01TrainerBinary, ResumeEqualsUninterruptedBitForBit) {
   EXPECT_TRUE(a == b) << "the model files differ: resume did not continue the run bit for bit";
 }
 
+// --epochs 0 --save writes the initial weights of the seed: training one epoch
+// from that file ends on the bits of a run that started from the seed itself,
+// and another seed writes other weights.
+TEST(Stage01TrainerBinary, ZeroEpochsSavesTheInitialWeights) {
+  REQUIRE_TRAINER();
+  const fs::path dir = fresh_dir();
+  const std::string init = (dir / "init.bin").string(), other = (dir / "other.bin").string();
+  const std::string from_file = (dir / "from_file.bin").string(), from_seed = (dir / "from_seed.bin").string();
+  const Finished zero = run_trainer_binary(dir, "init", quick(0, {"--save", init}));
+  expect_ok(zero, "--epochs 0 --save");
+  EXPECT_CONTAINS(zero.out, "--epochs 0: nothing trained; the figures below are those of the initial weights of seed 42");
+  EXPECT_EQ(zero.out.find("epoch 1/"), std::string::npos) << "no epoch may run";
+  expect_ok(run_trainer_binary(dir, "other", quick(0, {"--seed", "7", "--save", other})), "another seed");
+  expect_ok(run_trainer_binary(dir, "file", quick(1, {"--load", init, "--save", from_file})), "from the file");
+  expect_ok(run_trainer_binary(dir, "seed", quick(1, {"--save", from_seed})), "from the seed");
+  ASSERT_FALSE(slurp(init).empty());
+  EXPECT_NE(slurp(init), slurp(other)) << "seeds 42 and 7 wrote the same weights";
+  EXPECT_NE(slurp(init), slurp(from_seed)) << "one epoch did not change the weights";
+  EXPECT_TRUE(slurp(from_file) == slurp(from_seed))
+      << "one epoch from the --epochs 0 file differs from one epoch from the seed: the file is not the initial weights";
+  const Finished refused = run_trainer_binary(dir, "refused", quick(0));
+  EXPECT_EQ(refused.code, 2) << "--epochs 0 without --save";
+  EXPECT_CONTAINS(refused.err, "0 is allowed only with --save FILE");
+}
+
 // A real SIGINT while the trainer runs: it stops after the current step with
 // exit code 130 and a checkpoint that resumes to the bits of a run never stopped.
 TEST(Stage01TrainerBinary, SigintThenResumeEqualsUninterruptedBitForBit) {
@@ -132,17 +103,15 @@ TEST(Stage01TrainerBinary, SigintThenResumeEqualsUninterruptedBitForBit) {
   // Every run has the same --epochs, so a schedule over the run gives them the same rates.
   const int epochs = 4;
   const Process p =
-      start(dir, "long", quick(epochs, {"--limit", "2000", "--checkpoint-every", "1", "--checkpoint", ckpt, "--json",
+      start(trainer(), dir, "long", quick(epochs, {"--limit", "2000", "--checkpoint-every", "1", "--checkpoint", ckpt, "--json",
                                         json_path}));
   ASSERT_GT(p.pid, 0);
   // The first checkpoint appears after epoch 1: the handler is in place by then.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-  while (!fs::exists(ckpt) && std::chrono::steady_clock::now() < deadline) {
-    int status = 0;
-    if (waitpid(p.pid, &status, WNOHANG) == p.pid) FAIL() << "the trainer ended early:\n" << slurp(p.out) << slurp(p.err);
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (!wait_until(p, [&] { return fs::exists(ckpt); }, std::chrono::minutes(5))) {
+    const Finished early = wait_for(p);
+    FAIL() << "no checkpoint: the trainer ended (exit " << early.code << ") or took 5 minutes:\n" << early.out
+           << early.err;
   }
-  ASSERT_TRUE(fs::exists(ckpt)) << "no checkpoint after 5 minutes";
   kill(p.pid, SIGINT);
   const Finished stopped = wait_for(p);
   ASSERT_EQ(stopped.code, 130) << stopped.out << stopped.err;

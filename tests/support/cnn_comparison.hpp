@@ -68,4 +68,28 @@ inline void expect_training_does_not_branch(const EngineConfig& cfg, const Datas
   }
 }
 
+/// Both sides of a comparison: a GPU engine and stage 02's CPU engine, each trained one
+/// epoch of `train` from `initial` and then evaluated on `test`.
+struct SideBySide {
+  EpochStats gpu_train, cpu_train, gpu_test, cpu_test;
+  std::vector<int> gpu_predictions, cpu_predictions;
+  std::vector<NamedTensor> gpu_params, cpu_params;
+};
+
+/// Runs the GPU engine first (on the exercise track it fails on the stage's own task, not on
+/// stage 02's) and then the CPU engine; `gpu` must already hold `initial`.
+inline SideBySide train_side_by_side(Engine& gpu, const EngineConfig& cfg, const Dataset& train, const Dataset& test,
+                                     const std::vector<NamedTensor>& initial) {
+  SideBySide r;
+  r.gpu_train = gpu.train_epoch(train, 0, {});
+  r.gpu_test = gpu.evaluate(test, &r.gpu_predictions);
+  r.gpu_params = gpu.get_parameters();
+  CpuEngine cpu(cfg, make_cnn_layer<float>);
+  cpu.set_parameters(initial);
+  r.cpu_train = cpu.train_epoch(train, 0, {});
+  r.cpu_test = cpu.evaluate(test, &r.cpu_predictions);
+  r.cpu_params = cpu.get_parameters();
+  return r;
+}
+
 }  // namespace course::testkit

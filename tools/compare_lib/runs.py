@@ -47,9 +47,12 @@ class Run:
     exit_code: int = 0
     wall_seconds: float = 0.0
     options: dict = field(default_factory=dict)  # what the run varied (parallel mode, threads, kernel)
+    peer: str = ""                    # "pytorch" for a row of another framework (compare_lib/peers.py), else ""
+    variant_of: str = ""              # a stage's Variant row ("07_fast_gemm tf32"): the stage's id, else ""
     # Filled in by the table: (stage id, ratio) of the speedups, or None.
     vs_prev: tuple = None
     vs_first: tuple = None
+    vs_peer: tuple = None             # (fastest peer row, its seconds / this row's) for the same model
 
     @property
     def scaled(self):
@@ -65,16 +68,26 @@ class Run:
         d["scaled"] = self.scaled
         d["vs_prev_stage"], d["speedup_vs_prev"] = self.vs_prev or (None, None)
         d["vs_first_stage"], d["speedup_vs_first"] = self.vs_first or (None, None)
-        del d["vs_prev"], d["vs_first"]
+        d["peer_best_row"], d["speedup_vs_peer_best"] = self.vs_peer or (None, None)
+        del d["vs_prev"], d["vs_first"], d["vs_peer"]
         return d
 
 
 def run_from_dict(d):
     """The Run that to_dict() wrote (compare.json's rows), to redraw a table without training again."""
-    fields = {k: v for k, v in d.items() if k in Run.__dataclass_fields__ and k not in ("vs_prev", "vs_first")}
+    fields = {k: v for k, v in d.items()
+              if k in Run.__dataclass_fields__ and k not in ("vs_prev", "vs_first", "vs_peer")}
     run = Run(**fields)
     run.vs_prev = (d["vs_prev_stage"], d["speedup_vs_prev"]) if d.get("vs_prev_stage") else None
     run.vs_first = (d["vs_first_stage"], d["speedup_vs_first"]) if d.get("vs_first_stage") else None
+    run.vs_peer = (d["peer_best_row"], d["speedup_vs_peer_best"]) if d.get("peer_best_row") else None
+    return run
+
+
+def as_variant(run, stage, variant):
+    """`run`, of `stage`'s trainer with `variant.args` added, as the variant's row: "07_fast_gemm tf32"."""
+    run.stage, run.variant_of = f"{stage.id} {variant.label}", stage.id
+    run.options = {**run.options, "variant_args": list(variant.args)}
     return run
 
 
@@ -130,6 +143,8 @@ def interpret(stage, model, exit_code, stdout, stderr, results, command=(), log=
               exit_code=exit_code, device=stage.device)
     if results and results.get("device"):
         run.device = results["device"]
+    if results and isinstance(results.get("stage_results"), dict) and results["stage_results"].get("precision"):
+        run.options["precision"] = results["stage_results"]["precision"]   # stage 07: what its GEMMs rounded to
     if results and results.get("data"):
         run.dataset = results["data"].get("dataset", "")
         run.synthetic = bool(results["data"].get("synthetic_fallback"))
@@ -193,7 +208,7 @@ def run_stage(root, build_dir, stage, model, *, out_dir, epochs, batch, limit, s
         return static_row(stage, model, "skipped", not_built_reason(root, build_dir, stage, track))
     logs = Path(out_dir) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    name = f"{stage.id}_{model}{tag}"
+    name = f"{stage.key}_{model}{tag}"
     json_path, log_path = (logs / f"{name}.json").resolve(), logs / f"{name}.log"
     if json_path.exists():
         json_path.unlink()

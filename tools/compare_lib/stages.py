@@ -9,6 +9,15 @@ MODELS = ("mlp",) + CONV_MODELS
 
 
 @dataclass(frozen=True)
+class Variant:
+    """Another row of a stage in the comparison: its trainer with `args` added, labelled
+    "<stage id> <label>" ("07_fast_gemm tf32"). Its "speedup vs prev" reads against the stage's own
+    row (what the setting buys), and no later stage takes it as its "prev" (table.compute_speedups)."""
+    label: str                   # "tf32": unique within the stage, also its logs' suffix
+    args: tuple                  # passed to the trainer on top of the stage's: ("--precision", "tf32")
+
+
+@dataclass(frozen=True)
 class Stage:
     id: str                      # the folder name, "02_conv_pool"
     device: str                  # what the trainer runs on, in words: "CPU, 1 thread", "CPU, all cores", "GPU"
@@ -18,6 +27,8 @@ class Stage:
     no_model_reason: str = ""    # why a model outside `models` cannot run, for the table's "n/a" rows
     needs: str = ""              # what the build needs beyond a C++ compiler, in words
     extra_args: tuple = field(default_factory=tuple)  # always passed to the trainer
+    gpus: int = 0                # stage 09's rows: the GPUs its run trains on (--gpus); 0 for the other stages
+    variants: tuple = ()         # Variant rows beside the stage's own (which runs the trainer's defaults)
 
     @property
     def number(self):
@@ -27,12 +38,18 @@ class Stage:
     def nn(self):
         return self.id[:2]
 
+    @property
+    def key(self):
+        """What tells two rows of one stage apart (stage 09 on 1 and on 2 GPUs): the id, and the GPUs if any."""
+        return self.id + (f"_{self.gpus}gpu" if self.gpus else "")
+
     def can_run(self, model):
         return model in self.models
 
 
-# The course's stages (COURSE.md section 2). A stage folder found under stages/ that is
-# not listed here is compared too, as a CPU stage that runs every model.
+# The course's stages (COURSE.md section 2); stage 09 twice, on one GPU and on two (a machine
+# with one GPU lists the second as skipped, with the reason). A stage folder found under stages/
+# that is not listed here is compared too, as a CPU stage that runs every model.
 KNOWN_STAGES = (
     Stage("01_fc_softmax", "CPU, 1 thread", models=("mlp",), no_model_reason="stage 01 has no conv layers"),
     Stage("02_conv_pool", "CPU, 1 thread"),
@@ -42,21 +59,28 @@ KNOWN_STAGES = (
           needs="a CUDA toolkit"),
     Stage("05_im2col_gemm", "GPU", gpu=True, needs="a CUDA toolkit"),
     Stage("06_cudnn", "GPU", gpu=True, needs="a CUDA toolkit and cuDNN"),
-    # Stage 08's kernels are its own; it builds on stage 06's CUDA graph, hence cuDNN.
-    Stage("08_fused", "GPU", gpu=True, needs="a CUDA toolkit and cuDNN",
-          no_model_reason="stage 08 runs only the specs its kernels fuse"),
+    # Its own row is FP32 (the trainer's default, kernel 10); COURSE.md section 8: every reduced-precision
+    # run states its precision and its accuracy next to the FP32 run.
+    Stage("07_fast_gemm", "GPU", gpu=True, needs="a CUDA toolkit",
+          variants=(Variant("tf32", ("--precision", "tf32")), Variant("bf16", ("--precision", "bf16")))),
+    # Stage 08's kernels are all its own; it reuses stage 06's CUDA graph and gather, hence cuDNN.
+    Stage("08_fused", "GPU", gpu=True, needs="a CUDA toolkit and cuDNN"),
+    Stage("09_multi_gpu", "GPU", gpu=True, needs="a CUDA toolkit, cuDNN and NCCL", gpus=1, extra_args=("--gpus", "1")),
+    Stage("09_multi_gpu", "2 GPUs", gpu=True, needs="a CUDA toolkit, cuDNN and NCCL", gpus=2,
+          extra_args=("--gpus", "2")),
 )
 
 
 def all_stages(root):
     """The known stages plus any other stages/NN_* folder of the checkout, in course order."""
-    stages = {s.id: s for s in KNOWN_STAGES}
+    stages = list(KNOWN_STAGES)
+    known = {s.id for s in stages}
     stage_root = Path(root) / "stages"
     if stage_root.is_dir():
         for d in stage_root.iterdir():
-            if d.is_dir() and re.fullmatch(r"\d\d_\w+", d.name) and d.name not in stages:
-                stages[d.name] = Stage(d.name, "CPU")
-    return sorted(stages.values(), key=lambda s: s.id)
+            if d.is_dir() and re.fullmatch(r"\d\d_\w+", d.name) and d.name not in known:
+                stages.append(Stage(d.name, "CPU"))
+    return sorted(stages, key=lambda s: (s.id, s.gpus))
 
 
 def select_stages(stages, wanted):
@@ -70,7 +94,23 @@ def select_stages(stages, wanted):
         if not match:
             raise ValueError(f"--stages: no stage '{word}' (stages: {', '.join(s.id for s in stages)})")
         picked += [s for s in match if s not in picked]
-    return sorted(picked, key=lambda s: s.id)
+    return sorted(picked, key=lambda s: (s.id, s.gpus))
+
+
+def select_variants(stages, wanted):
+    """The labels of the Variant rows to run from `wanted` ("all", "none" or "tf32,bf16"), checked
+    against the variants of `stages`. Raises ValueError naming a label no stage has."""
+    known = list(dict.fromkeys(v.label for s in stages for v in s.variants))
+    words = [w.strip() for w in wanted.split(",") if w.strip()]
+    if words == ["all"]:
+        return set(known)
+    if words == ["none"]:
+        return set()
+    for w in words:
+        if w not in known:
+            raise ValueError(f"--variants: no variant '{w}' among the stages chosen (variants: "
+                             f"{', '.join(known + ['all', 'none'])})")
+    return set(words)
 
 
 def select_models(wanted):
@@ -127,4 +167,6 @@ def not_built_reason(root, build_dir, stage, track="solution"):
             return "not built: no CUDA toolkit (nvcc) was found when the build was configured"
         if "cuDNN" in stage.needs and not _found(cache.get("CUDNN_LIBRARY")):
             return "not built: no cuDNN was found when the build was configured"
+        if "NCCL" in stage.needs and not _found(cache.get("NCCL_LIBRARY")):
+            return "not built: no NCCL was found when the build was configured (COURSE_NCCL_ROOT)"
     return f"not built in {build_dir} (cmake --build {build_dir} --target {name})"

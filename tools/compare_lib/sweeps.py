@@ -1,8 +1,10 @@
-"""The two companion sweeps: stage 03's threads (with the Amdahl fit) and stage 04's matmul sizes."""
+"""The companion sweeps: stage 03's threads (with the Amdahl fit), and the matmul sizes of stage 04's
+kernels and of stage 07's in each precision."""
 import csv
 import io
 import json
 import math
+import re
 import subprocess
 from pathlib import Path
 
@@ -176,28 +178,36 @@ def parse_matmul_csv(text):
 
 def run_matmul_sweep(root, build_dir, stage04, out_dir, sizes=None, mlp=False, timeout=1200):
     """Runs s04_matmul_sweep; returns {status: ok|skipped|error, reason, rows, output, command}."""
-    binary = Path(build_dir) / "bin" / SWEEP_BINARY
+    args = ["--sizes", ",".join(str(s) for s in sizes)] if sizes else []
+    return run_sweep(root, build_dir, stage04, SWEEP_BINARY, "sweep_matmul", args + (["--mlp"] if mlp else []),
+                     parse_matmul_csv, out_dir, timeout)
+
+
+def run_sweep(root, build_dir, stage, binary_name, name, args, parse, out_dir, timeout):
+    """Runs one sweep binary of `stage` with --csv and `args` (its output in out_dir/logs/NAME.log, its
+    CSV in NAME_raw.csv); returns interpret_matmul()'s verdict on what it did, with its rows read by
+    `parse`. Skipped, with the reason, where the binary was not built."""
+    binary = Path(build_dir) / "bin" / binary_name
     if not binary.is_file():
-        reason = not_built_reason(root, build_dir, stage04)
+        reason = not_built_reason(root, build_dir, stage)
         if reason.startswith("not built in"):
-            reason = f"not built in {build_dir} (cmake --build {build_dir} --target {SWEEP_BINARY})"
+            reason = f"not built in {build_dir} (cmake --build {build_dir} --target {binary_name})"
         return {"status": "skipped", "reason": reason, "rows": [], "output": "", "command": []}
-    raw = (Path(out_dir) / "logs" / "sweep_matmul_raw.csv").resolve()
+    raw = (Path(out_dir) / "logs" / f"{name}_raw.csv").resolve()
     raw.parent.mkdir(parents=True, exist_ok=True)
     if raw.exists():
         raw.unlink()
-    cmd = [str(binary), "--csv", str(raw)]
-    if sizes:
-        cmd += ["--sizes", ",".join(str(s) for s in sizes)]
-    if mlp:
-        cmd.append("--mlp")
+    cmd = [str(binary), "--csv", str(raw)] + list(args)
     try:
         proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout)
         code, output, err = proc.returncode, proc.stdout, proc.stderr
     except subprocess.TimeoutExpired:
         code, output, err = -1, "", f"timed out after {timeout} s"
-    (Path(out_dir) / "logs" / "sweep_matmul.log").write_text("$ " + " ".join(cmd) + "\n" + output + err)
-    rows = parse_matmul_csv(raw.read_text()) if raw.is_file() else []
+    (Path(out_dir) / "logs" / f"{name}.log").write_text("$ " + " ".join(cmd) + "\n" + output + err)
+    try:
+        rows = parse(raw.read_text()) if raw.is_file() else []
+    except (KeyError, ValueError) as e:   # a CSV of another version of the binary, or cut short
+        code, rows, err = code or 1, [], f"{err}\ncannot read {raw}: {type(e).__name__}: {e}"
     return interpret_matmul(code, output, err, rows, cmd)
 
 
@@ -235,18 +245,30 @@ def format_matmul_table(rows, header_lines=()):
                     bad = "WRONG " if not r["rel_error"] <= 1e-5 else ""
                     line.append(f"{bad}{r['gflops']:,.0f}{pct}")
             body.append(line)
-        widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(heads)]
         out.append(f"{table}: GFLOP/s (% of cuBLAS)")
-        out.append("  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(heads, widths))))
-        out.append("  ".join("-" * w for w in widths))
-        for b in body:
-            out.append("  ".join(x.rjust(w) if i else x.ljust(w) for i, (x, w) in enumerate(zip(b, widths))))
-        out.append("")
+        out += _aligned(heads, body) + [""]
     shapes = {(r["table"], r["shape"]) for r in rows}
     if {(r["table"], r["shape"]) for r in rows if r["kernel"] == 1} != shapes:
         out.append("Kernel 1 (single block) runs one thread per output in one block, so it is timed only where C has "
                    "at most 1,024 outputs; elsewhere its cell is n/a or its column is missing.")
     return "\n".join(out)
+
+
+def _aligned(heads, body):
+    """A text table's lines: the first column left-aligned, the others right-aligned."""
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(heads)]
+
+    def line(cells):
+        return "  ".join(x.rjust(w) if i else x.ljust(w) for i, (x, w) in enumerate(zip(cells, widths)))
+    return [line(heads), "  ".join("-" * w for w in widths)] + [line(b) for b in body]
+
+
+def sweep_gpu(output):
+    """The GPU's name from a matmul sweep's output: its line "<GPU>; ... median of ...", or None."""
+    for line in (output or "").splitlines():
+        if ";" in line and "median of" in line:
+            return line.split(";")[0].strip()
+    return None
 
 
 def matmul_csv(rows):
@@ -277,3 +299,134 @@ def matmul_svg(rows, *, gpu, machine_line, date, command):
 
 def write_json(path, payload):
     Path(path).write_text(json.dumps(payload, indent=2) + "\n")
+
+
+# ---- stage 07: the fast GEMMs in FP32, TF32 and BF16 --------------------------
+
+FAST_SWEEP_BINARY = "s07_matmul_sweep"
+PRECISION_NAMES = {"fp32": "FP32", "tf32": "TF32", "bf16": "BF16"}
+# One line of its --roofline block, printf("  %-26s %8.1f %-8s (%s)"): what, rate, unit, how it was measured.
+_CEILING = re.compile(r"^\s+(.+?)\s+(\d+(?:\.\d+)?) (\S+)\s+\((.*)\)\s*$")
+
+
+def fast_gemm_bound(k):
+    """The bound s07_matmul_sweep holds every contender to (fast_gemm_sweep.cpp): ||C - ref|| / ||ref||
+    <= 1e-6 + 8 u sqrt(K), u = 2^-24, ref = cuBLAS of the same precision on the same operand values."""
+    return 1e-6 + 8 * 2.0 ** -24 * math.sqrt(max(k, 1))
+
+
+def parse_fast_gemm_csv(text):
+    """The rows s07_matmul_sweep --csv writes, with numbers as numbers, plus "yardstick" (the cuBLAS call
+    of the row's precision, which the others are timed and checked against) and "wrong" (over the bound)."""
+    rows = []
+    for r in csv.DictReader(io.StringIO(text)):
+        k, err = int(r["K"]), float(r["rel_error"])
+        rows.append({"table": r["table"], "shape": r["shape"], "M": int(r["M"]), "N": int(r["N"]), "K": k,
+                     "trans_a": r["trans_a"] in ("1", "true"), "trans_b": r["trans_b"] in ("1", "true"),
+                     "split_k": r["split_k"] in ("1", "true"), "contender": r["contender"],
+                     "precision": r["precision"], "median_us": float(r["median_us"]), "gflops": float(r["gflops"]),
+                     "fraction_of_cublas": float(r["fraction_of_cublas"]), "rel_error": err,
+                     "yardstick": "cuBLAS" in r["contender"].split(),
+                     "wrong": not err <= fast_gemm_bound(k)})
+    return rows
+
+
+def parse_ceilings(output):
+    """The GPU's ceilings that s07_matmul_sweep --roofline prints before its tables:
+    [{"what", "rate", "unit", "how"}], [] when there are none."""
+    ceilings, inside = [], False
+    for line in (output or "").splitlines():
+        if line.startswith("ceilings of this GPU"):
+            inside = True
+        elif inside:
+            m = _CEILING.match(line)
+            if not m:
+                break
+            ceilings.append({"what": m.group(1), "rate": float(m.group(2)), "unit": m.group(3), "how": m.group(4)})
+    return ceilings
+
+
+def run_fast_gemm_sweep(root, build_dir, stage07, out_dir, sizes=None, course=False, timeout=1200):
+    """Runs s07_matmul_sweep --roofline (and --course); returns run_sweep()'s verdict plus "ceilings"
+    (parse_ceilings) and "notes" (its "note:" lines, e.g. that wgmma fell back on a GPU before Hopper)."""
+    args = ["--roofline"] + (["--sizes", ",".join(str(s) for s in sizes)] if sizes else []) + \
+        (["--course"] if course else [])
+    result = run_sweep(root, build_dir, stage07, FAST_SWEEP_BINARY, "sweep_fast_gemm", args, parse_fast_gemm_csv,
+                       out_dir, timeout)
+    result["ceilings"] = parse_ceilings(result["output"])
+    result["notes"] = [l.strip() for l in result["output"].splitlines() if l.startswith("note:")]
+    return result
+
+
+def format_fast_gemm_table(rows, header_lines=(), ceilings=(), notes=()):
+    """The sweep's notes and the GPU's ceilings, then per table (square sizes; the GEMMs of mlp and cnn)
+    and precision one block: a line per shape, a column per contender, GFLOP/s and the percentage of
+    that precision's cuBLAS."""
+    out = list(header_lines) + list(notes) + ([""] if notes else [])
+    if ceilings:
+        out.append("ceilings of this GPU (each operation alone, operands in registers):")
+        out += [f"  {c['what']:26s} {c['rate']:9,.1f} {c['unit']:8s} ({c['how']})" for c in ceilings]
+        out.append("")
+    for table in dict.fromkeys(r["table"] for r in rows):
+        for precision in dict.fromkeys(r["precision"] for r in rows if r["table"] == table):
+            trows = [r for r in rows if r["table"] == table and r["precision"] == precision]
+            contenders = list(dict.fromkeys(r["contender"] for r in trows))   # the sweep's order: cuBLAS first
+            cell = {(r["shape"], r["contender"]): r for r in trows}
+            body = []
+            for shape in dict.fromkeys(r["shape"] for r in trows):
+                line = [shape]
+                for c in contenders:
+                    r = cell.get((shape, c))
+                    if r is None:
+                        line.append("n/a")
+                    else:
+                        pct = "" if r["yardstick"] else f" ({100 * r['fraction_of_cublas']:.0f}%)"
+                        line.append(("WRONG " if r["wrong"] else "") + f"{r['gflops']:,.0f}{pct}")
+                body.append(line)
+            name = PRECISION_NAMES.get(precision, precision)
+            out.append(f"{table}, {name}: GFLOP/s (% of cuBLAS {precision})")
+            out += _aligned(["shape"] + contenders, body) + [""]
+    if any(r["split_k"] for r in rows):
+        out.append("The weight gradients of the conv layers (dW) run split-K as stage 05's engine runs them; a "
+                   "contender without a split-K (BF16 in) is n/a there.")
+    if any(r["precision"] == "bf16" for r in rows):
+        out.append("'bf16 in': operands already BF16 (gemm_bf16); 'fp32 in': FP32 operands through gemm(), as the "
+                   "trainers call it.")
+    if any(r["wrong"] for r in rows):
+        out.append("WRONG: ||C - C(cuBLAS)|| / ||C(cuBLAS)|| above 1e-6 + 8 u sqrt(K), u = 2^-24 (the sweep's bound).")
+    return "\n".join(out).rstrip("\n")
+
+
+def fast_gemm_csv(rows):
+    fields = ["table", "shape", "M", "N", "K", "trans_a", "trans_b", "split_k", "contender", "precision", "median_us",
+              "gflops", "fraction_of_cublas", "rel_error", "yardstick", "wrong"]
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({**r, **{k: int(r[k]) for k in ("trans_a", "trans_b", "split_k", "yardstick", "wrong")}})
+    return buf.getvalue()
+
+
+def fast_gemm_svg(rows, *, gpu, machine_line, date, command):
+    """One panel per precision, on one log scale: GFLOP/s of every contender by square size, with the
+    cuBLAS call of that precision (the yardstick) in black."""
+    square = [r for r in rows if r["table"] == "square" and not r["trans_a"] and not r["trans_b"]]
+    panels = []
+    for precision in dict.fromkeys(r["precision"] for r in square):
+        prows = [r for r in square if r["precision"] == precision]
+        series, colours = [], iter(svg.PALETTE)
+        for c in dict.fromkeys(r["contender"] for r in prows):
+            yardstick = any(r["yardstick"] for r in prows if r["contender"] == c)
+            pts = sorted((r["M"], r["gflops"]) for r in prows if r["contender"] == c)
+            series.append({"name": c + (" (the yardstick)" if yardstick else ""), "points": pts,
+                           "colour": svg.INK if yardstick else next(colours), "dash": "",
+                           "attrs": {"data_contender": c, "data_precision": precision}})
+        name = PRECISION_NAMES.get(precision, precision)
+        panels.append({"title": f"{name}: every kernel against cuBLAS {precision}", "series": series})
+    sizes = sorted({r["M"] for r in square})
+    return svg.line_panels(panels, title="Stage 07: matmul GFLOP/s by size in FP32, TF32 and BF16",
+                           subtitle=[f"{gpu}; C[n, n] = A[n, n] B[n, n], FP32 sums; median of timed calls "
+                                     "(CUDA events); one scale for every panel"],
+                           x_label="n (log scale)", y_label="GFLOP/s (log scale)", x_ticks=sizes, x_log2=True,
+                           y_log=True, footnotes=[f"Machine: {machine_line}.", f"Date: {date}.  Command: {command}"])

@@ -21,8 +21,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import compare  # noqa: E402
 from compare_lib import amdahl, stages, sweeps, table  # noqa: E402
-from compare_lib.runs import (Run, full_epoch_images, interpret, run_from_dict, says_no_gpu,  # noqa: E402
-                              trainer_command)
+from compare_lib.runs import (Run, as_variant, full_epoch_images, interpret, run_from_dict,  # noqa: E402
+                              says_no_gpu, trainer_command)
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 STAGE = {s.id: s for s in stages.KNOWN_STAGES}
@@ -295,6 +295,185 @@ class OutputFiles(unittest.TestCase):
         self.assertIn("n/a", texts)
 
 
+H100 = "NVIDIA H100 80GB HBM3 (sm_90)"
+S07 = STAGE["07_fast_gemm"]
+VARIANT = {v.label: v for v in S07.variants}
+# A stage after 07, as stages 08 and 09 will be: its "prev" must be 07's own (FP32) row.
+S08 = stages.Stage("08_fused", "GPU", gpu=True)
+
+
+def precision_run(model, seconds, precision, accuracy=0.85):
+    """Stage 07's trainer as it reports a run at `precision` (its --json "stage_results", as in the H100
+    run of 2026-11-24), as the table's row for it: the FP32 run is the stage's own row."""
+    results = trainer_json("07_fast_gemm", H100, seconds, 60000, accuracy)
+    results["stage_results"] = {"gemm_kernel": {"fp32": 10, "tf32": 11, "bf16": 12}[precision], "precision": precision}
+    run = interpret(S07, model, 0, "", "", results)
+    return run if precision == "fp32" else as_variant(run, S07, VARIANT[precision])
+
+
+def variant_table(fp32_ok=True):
+    """Stages 05, 06, 07 in FP32, TF32 and BF16 and a stage 08, on the MLP; 07's FP32 row failed when
+    not fp32_ok. The BF16 row is the fastest, so a wrong chain would make it 08's "prev"."""
+    fp32 = precision_run("mlp", 0.5, "fp32") if fp32_ok else as_failed_07()
+    runs = [ok_run("05_im2col_gemm", "mlp", 2.0, device=H100), ok_run("06_cudnn", "mlp", 1.0, device=H100),
+            precision_run("mlp", 0.1, "bf16", accuracy=0.84), precision_run("mlp", 0.25, "tf32"), fp32,
+            interpret(S08, "mlp", 0, "", "", trainer_json("08_fused", H100, 0.2, 60000))]
+    return table.order_rows(table.compute_speedups(runs), ["mlp"])
+
+
+def as_failed_07():
+    return failed_run("07_fast_gemm", "mlp", 1, "error: CUDA_CHECK(cudaMemcpy) failed: an illegal memory access")
+
+
+class VariantRows(unittest.TestCase):
+    """Stage 07's precision rows: beside the FP32 row, read against it, never in the chain of stages."""
+
+    def setUp(self):
+        self.rows = variant_table()
+        self.by = {r.stage: r for r in self.rows}
+
+    def test_the_stage_declares_its_variants(self):
+        self.assertEqual([(v.label, v.args) for v in S07.variants],
+                         [("tf32", ("--precision", "tf32")), ("bf16", ("--precision", "bf16"))])
+        self.assertEqual(S07.models, stages.MODELS)
+        self.assertTrue(S07.gpu)
+
+    def test_rows_follow_their_stage_in_the_order_they_ran(self):
+        self.assertEqual([r.stage for r in self.rows], ["05_im2col_gemm", "06_cudnn", "07_fast_gemm",
+                                                        "07_fast_gemm bf16", "07_fast_gemm tf32", "08_fused"])
+        self.assertEqual([r.variant_of for r in self.rows], ["", "", "", "07_fast_gemm", "07_fast_gemm", ""])
+
+    def test_a_variant_reads_prev_against_its_own_stage(self):
+        r = self.by["07_fast_gemm tf32"]
+        self.assertEqual(r.vs_prev[0], "07_fast_gemm")
+        self.assertAlmostEqual(r.vs_prev[1], 0.5 / 0.25)
+        self.assertEqual(r.vs_first, ("05_im2col_gemm", 2.0 / 0.25))
+        self.assertAlmostEqual(self.by["07_fast_gemm bf16"].vs_prev[1], 5.0)
+
+    def test_the_chain_of_stages_passes_over_variants(self):
+        self.assertEqual(self.by["07_fast_gemm"].vs_prev, ("06_cudnn", 2.0))
+        r = self.by["08_fused"]
+        self.assertEqual(r.vs_prev[0], "07_fast_gemm")     # not the faster bf16 row
+        self.assertAlmostEqual(r.vs_prev[1], 0.5 / 0.2)
+        self.assertEqual(r.vs_first[0], "05_im2col_gemm")
+
+    def test_without_its_own_row_a_variant_has_no_prev_and_the_chain_goes_on(self):
+        by = {r.stage: r for r in variant_table(fp32_ok=False)}
+        self.assertEqual(by["07_fast_gemm"].status, "error")
+        self.assertIsNone(by["07_fast_gemm tf32"].vs_prev)
+        self.assertAlmostEqual(by["07_fast_gemm tf32"].vs_first[1], 8.0)
+        self.assertEqual(by["08_fused"].vs_prev[0], "06_cudnn")
+
+    def test_the_trainers_precision_goes_with_the_row(self):
+        self.assertEqual(self.by["07_fast_gemm"].options, {"precision": "fp32"})
+        self.assertEqual(self.by["07_fast_gemm bf16"].options,
+                         {"precision": "bf16", "variant_args": ["--precision", "bf16"]})
+
+    def test_the_text_table(self):
+        text = table.format_table(self.rows, ["header"])
+        line = next(l for l in text.splitlines() if l.startswith("07_fast_gemm tf32 "))
+        self.assertIn(H100, line)
+        self.assertIn("2.00x vs 07", line)
+        self.assertIn("8.00x vs 05", line)
+        self.assertIn("85.00%", line)
+        self.assertIn("2.50x vs 07", next(l for l in text.splitlines() if l.startswith("08_fused")))
+        self.assertIn("'07_fast_gemm bf16' and '07_fast_gemm tf32': stage 07's trainer with --precision bf16, "
+                      "--precision tf32 ('07_fast_gemm' ran its defaults: precision fp32)", text)
+
+    def test_the_files(self):
+        records = list(csv.DictReader(io.StringIO(table.to_csv(self.rows))))
+        by = {r["stage"]: r for r in records}
+        self.assertEqual((by["07_fast_gemm tf32"]["variant_of"], by["07_fast_gemm tf32"]["vs_prev_stage"]),
+                         ("07_fast_gemm", "07_fast_gemm"))
+        self.assertEqual(by["07_fast_gemm"]["variant_of"], "")
+        data = json.loads(table.to_json(self.rows, machine={}, command="c", date="d", settings={}))
+        self.assertEqual([d["variant_of"] for d in data["rows"]][3:5], ["07_fast_gemm", "07_fast_gemm"])
+        again = [run_from_dict(d) for d in data["rows"]]
+        self.assertEqual(table.format_table(again), table.format_table(self.rows))
+        root = ET.fromstring(table.to_svg(self.rows, ["mlp"], list(stages.KNOWN_STAGES) + [S08], machine_line="m",
+                                          date="d", command="c", dataset="fashion-mnist", batch=64).encode())
+        labels = [e.text for e in root.iter(SVG_NS + "text") if e.get("class") == "bar-label"]
+        self.assertEqual(labels, ["05", "06", "07", "07 bf16", "07 tf32", "08"])
+        bars = {b.get("data-stage"): b for b in root.iter(SVG_NS + "rect") if b.get("class") == "bar"}
+        self.assertAlmostEqual(float(bars["07_fast_gemm tf32"].get("data-speedup")), 8.0)
+        self.assertEqual(bars["07_fast_gemm tf32"].get("fill"), svg_colour("GPU"))
+
+    def test_skipped_variant_rows(self):
+        why = "no CUDA device on this machine"
+        rows = [ok_run("01_fc_softmax", "mlp", 10.0)] + [
+            as_variant(Run(stage="07_fast_gemm", model="mlp", status="skipped", reason=why, device="GPU", gpu=True),
+                       S07, v) if v else Run(stage="07_fast_gemm", model="mlp", status="skipped", reason=why,
+                                             device="GPU", gpu=True) for v in (None,) + S07.variants]
+        rows = table.order_rows(table.compute_speedups(rows), ["mlp"])
+        text = table.format_table(rows)
+        line = next(l for l in text.splitlines() if l.startswith("07_fast_gemm bf16 "))
+        self.assertEqual(line.split(), ["07_fast_gemm", "bf16", "GPU", "mlp", "skipped:"] + why.split())
+        self.assertTrue(all(r.vs_prev is None and r.vs_first is None for r in rows[1:]))
+        self.assertEqual([r["status"] for r in csv.DictReader(io.StringIO(table.to_csv(rows)))],
+                         ["ok", "skipped", "skipped", "skipped"])
+        root = ET.fromstring(table.to_svg(rows, ["mlp"], list(stages.KNOWN_STAGES), machine_line="m", date="d",
+                                          command="c", dataset="fashion-mnist", batch=64).encode())
+        missing = [e.get("data-stage") for e in root.iter(SVG_NS + "text") if e.get("class") == "bar-missing"]
+        self.assertEqual(missing, ["07_fast_gemm", "07_fast_gemm tf32", "07_fast_gemm bf16"])
+
+    def test_replot_of_a_json_from_before_variants(self):
+        """A compare.json written before Run.variant_of existed (docs/figures/compare_*.json) replots as it did."""
+        rows = canned_table()
+        data = json.loads(table.to_json(rows, machine={"cpu": "x", "cores": 2, "build_dir": "b"}, command="c", date="d",
+                                        settings={"dataset": "fashion-mnist", "batch": 64, "seed": 42}))
+        for d in data["rows"]:
+            del d["variant_of"]
+        again = [run_from_dict(d) for d in data["rows"]]
+        self.assertEqual(table.format_table(again), table.format_table(rows))
+        with tempfile.TemporaryDirectory() as out:
+            path = Path(out) / "old.json"
+            path.write_text(json.dumps(data))
+            with open(os.devnull, "w") as devnull:
+                old, sys.stdout = sys.stdout, devnull
+                try:
+                    self.assertEqual(compare.main(["--replot", str(path), "--out", out]), 0)
+                finally:
+                    sys.stdout = old
+            self.assertEqual(len(list(csv.DictReader(io.StringIO((Path(out) / "compare.csv").read_text())))), 12)
+            ET.fromstring((Path(out) / "compare.svg").read_bytes())
+
+    def test_the_docs_tables_print_variant_rows(self):
+        """tools/compare_tables.py writes what --replot prints into the README and lessons: a run with
+        precision rows brings them along, labelled, with their footnote."""
+        import compare_tables
+        data = json.loads(table.to_json(self.rows, machine={"cpu": "x", "cores": 16, "build_dir": "build/gpu",
+                                                            "gpu": H100}, command="c", date="d",
+                                        settings={"dataset": "fashion-mnist", "batch": 64, "seed": 42}))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "compare_x.json"
+            path.write_text(json.dumps(data))
+            text = compare_tables.table_text(path)
+        rows = [l.split()[:2] for l in text.splitlines() if l.startswith("07_fast_gemm")]
+        self.assertEqual(rows, [["07_fast_gemm", H100.split()[0]], ["07_fast_gemm", "bf16"], ["07_fast_gemm", "tf32"]])
+        self.assertIn("ran its defaults: precision fp32", text)
+
+    def test_the_jobs_and_the_variants_option(self):
+        def jobs(*argv):
+            args = compare.parse_args(["--models", "mlp"] + list(argv))
+            return [(s.id, v.label if v else None) for s, _, v in compare.comparison_jobs(args)]
+        self.assertEqual(jobs("--stages", "07"), [("07_fast_gemm", None), ("07_fast_gemm", "tf32"),
+                                                  ("07_fast_gemm", "bf16")])
+        self.assertEqual(jobs("--stages", "6,7", "--variants", "none"), [("06_cudnn", None), ("07_fast_gemm", None)])
+        self.assertEqual(jobs("--stages", "07", "--variants", "bf16"),
+                         [("07_fast_gemm", None), ("07_fast_gemm", "bf16")])
+        self.assertEqual(compare.parse_args(["--variants", "bf16"]).variant_set, {"bf16"})
+        with self.assertRaises(ValueError):
+            stages.select_variants(list(stages.KNOWN_STAGES), "fp16")
+        with self.assertRaises(ValueError):   # stage 06 has no tf32 row
+            stages.select_variants([STAGE["06_cudnn"]], "tf32")
+        self.assertEqual(stages.select_variants([STAGE["06_cudnn"]], "all"), set())
+
+
+def svg_colour(device):
+    from compare_lib import svg
+    return svg.DEVICE_COLOURS[device]
+
+
 class AmdahlFit(unittest.TestCase):
     def test_recovers_a_known_parallel_fraction(self):
         for p in (0.0, 0.5, 0.9, 0.97):
@@ -417,15 +596,186 @@ class MatmulSweep(unittest.TestCase):
         self.assertEqual(sweeps.interpret_matmul(0, "table", "", rows)["status"], "ok")
 
 
+# From the H100 run of 2026-11-24 (tools/gpu/stage07.sh perf: .sample/sweep_square.csv and
+# sweep_course.csv, s07_matmul_sweep --csv), a few rows as they were written.
+FAST_GEMM_CSV = """table,shape,M,N,K,trans_a,trans_b,split_k,contender,precision,median_us,gflops,fraction_of_cublas,rel_error
+square,"128 NN",128,128,128,0,0,0,"0 cuBLAS fp32",fp32,13.6,308.405,1,0
+square,"128 NN",128,128,128,0,0,0,"10 autotuned",fp32,11.488,365.103,1.18384,0
+square,"128 NN",128,128,128,0,0,0,"cuBLAS tf32",tf32,10.272,408.324,1,0
+square,"128 NN",128,128,128,0,0,0,"11 TF32 mma",tf32,9.6,436.907,1.07,0
+square,"128 NN",128,128,128,0,0,0,"cuBLAS bf16",bf16,10.4,403.298,1,0
+square,"128 NN",128,128,128,0,0,0,"13 BF16 wgmma bf16 in",bf16,8.992,466.448,1.15658,0
+square,"4096 NN",4096,4096,4096,0,0,0,"0 cuBLAS fp32",fp32,2673.02,51417,1,0
+square,"4096 NN",4096,4096,4096,0,0,0,"10 autotuned",fp32,3000.9,45799.3,0.890742,0
+square,"4096 NN",4096,4096,4096,0,0,0,"cuBLAS tf32",tf32,352.224,390203,1,0
+square,"4096 NN",4096,4096,4096,0,0,0,"11 TF32 mma",tf32,1040.86,132043,0.338396,0
+square,"4096 NN",4096,4096,4096,0,0,0,"cuBLAS bf16",bf16,190.368,721965,1,0
+square,"4096 NN",4096,4096,4096,0,0,0,"13 BF16 wgmma bf16 in",bf16,262.432,523713,0.725399,0
+cnn,"conv1 dW B=64",16,9,50176,1,0,1,"0 cuBLAS fp32",fp32,29.952,482.462,1,0
+cnn,"conv1 dW B=64",16,9,50176,1,0,1,"10 autotuned",fp32,23.008,628.072,1.30181,4.22564e-07
+cnn,"conv1 dW B=64",16,9,50176,1,0,1,"cuBLAS bf16",bf16,36.448,396.474,1,0
+cnn,"conv1 dW B=64",16,9,50176,1,0,1,"12 BF16 mma fp32 in",bf16,35.168,410.904,1.0364,1.09425e-06
+"""
+# The lines s07_matmul_sweep --roofline prints first, in its format (fast_gemm_sweep.cpp); the figures
+# are made up for the test.
+SWEEP_OUTPUT = """NVIDIA H100 80GB HBM3 (sm_90); median of >= 5 runs (>= 100 ms) per point; % = the same precision's cuBLAS time / this one's
+
+ceilings of this GPU (each operation alone, operands in registers):
+  FP32 FMA (CUDA cores)          50.0 TFLOP/s  (8 independent FMA chains per thread)
+  BF16 mma.sync m16n8k16        600.0 TFLOP/s  (4 independent mma per warp, operands in registers)
+  device memory (HBM3)            3.0 TB/s     (cudaMemcpy of 1 GiB device to device, bytes read plus written)
+
+square: C[n, n] = A[n, n] B[n, n]
+shape      |         0 cuBLAS fp32
+"""
+
+
+def wrong_csv():
+    """FAST_GEMM_CSV with kernel 11's result at 4096 made wrong (rel_error 1e-3, over the bound of ~3.1e-5)."""
+    return FAST_GEMM_CSV.replace("132043,0.338396,0", "132043,0.338396,0.001")
+
+
+class FastGemmSweep(unittest.TestCase):
+    def test_parse_the_h100_rows(self):
+        rows = sweeps.parse_fast_gemm_csv(FAST_GEMM_CSV)
+        self.assertEqual(len(rows), 16)
+        r = rows[9]
+        self.assertEqual((r["contender"], r["precision"], r["M"], r["gflops"]), ("11 TF32 mma", "tf32", 4096, 132043.0))
+        self.assertEqual([r["contender"] for r in rows if r["yardstick"]][:3], ["0 cuBLAS fp32", "cuBLAS tf32",
+                                                                               "cuBLAS bf16"])
+        self.assertEqual((rows[12]["trans_a"], rows[12]["split_k"], rows[12]["K"]), (True, True, 50176))
+        self.assertFalse(any(r["wrong"] for r in rows))
+        self.assertTrue(sweeps.parse_fast_gemm_csv(wrong_csv())[9]["wrong"])
+        self.assertAlmostEqual(sweeps.fast_gemm_bound(4096), 1e-6 + 8 * 64 / 2 ** 24)
+
+    def test_ceilings_and_gpu_from_the_output(self):
+        c = sweeps.parse_ceilings(SWEEP_OUTPUT)
+        self.assertEqual([x["what"] for x in c], ["FP32 FMA (CUDA cores)", "BF16 mma.sync m16n8k16",
+                                                  "device memory (HBM3)"])
+        self.assertEqual((c[1]["rate"], c[1]["unit"]), (600.0, "TFLOP/s"))
+        self.assertEqual(c[2]["how"], "cudaMemcpy of 1 GiB device to device, bytes read plus written")
+        self.assertEqual(sweeps.parse_ceilings("no roofline here\n"), [])
+        self.assertEqual(sweeps.sweep_gpu("note: kernels 13 and 14 (wgmma) need a Hopper GPU\n" + SWEEP_OUTPUT),
+                         "NVIDIA H100 80GB HBM3 (sm_90)")
+
+    def test_the_table(self):
+        rows = sweeps.parse_fast_gemm_csv(FAST_GEMM_CSV)
+        text = sweeps.format_fast_gemm_table(rows, ["header"], sweeps.parse_ceilings(SWEEP_OUTPUT))
+        lines = text.splitlines()
+        self.assertIn("  BF16 mma.sync m16n8k16         600.0 TFLOP/s  (4 independent mma per warp, operands in "
+                      "registers)", lines)
+        for block in ("square, FP32: GFLOP/s (% of cuBLAS fp32)", "square, TF32: GFLOP/s (% of cuBLAS tf32)",
+                      "square, BF16: GFLOP/s (% of cuBLAS bf16)", "cnn, FP32: GFLOP/s (% of cuBLAS fp32)"):
+            self.assertIn(block, lines)
+        tf32 = lines[lines.index("square, TF32: GFLOP/s (% of cuBLAS tf32)") + 3:][1]
+        self.assertEqual(tf32.split(), ["4096", "NN", "390,203", "132,043", "(34%)"])
+        self.assertIn("split-K", text)
+        self.assertNotIn("WRONG", text)
+        wrong = sweeps.format_fast_gemm_table(sweeps.parse_fast_gemm_csv(wrong_csv()))
+        self.assertIn("WRONG 132,043 (34%)", wrong)
+        self.assertIn("the sweep's bound", wrong)
+
+    def test_csv_and_svg(self):
+        rows = sweeps.parse_fast_gemm_csv(FAST_GEMM_CSV)
+        records = list(csv.DictReader(io.StringIO(sweeps.fast_gemm_csv(rows))))
+        self.assertEqual(len(records), 16)
+        self.assertEqual((records[0]["yardstick"], records[1]["yardstick"], records[12]["split_k"]), ("1", "0", "1"))
+        root = ET.fromstring(sweeps.fast_gemm_svg(rows, gpu="H100", machine_line="m", date="d", command="c").encode())
+        panels = [e.text for e in root.iter(SVG_NS + "text") if e.get("class") == "panel-title"]
+        self.assertEqual(panels, ["FP32: every kernel against cuBLAS fp32", "TF32: every kernel against cuBLAS tf32",
+                                  "BF16: every kernel against cuBLAS bf16"])
+        lines = [e for e in root.iter(SVG_NS + "polyline") if e.get("class") == "series"]
+        self.assertEqual([(e.get("data-precision"), e.get("data-contender")) for e in lines],
+                         [("fp32", "0 cuBLAS fp32"), ("fp32", "10 autotuned"), ("tf32", "cuBLAS tf32"),
+                          ("tf32", "11 TF32 mma"), ("bf16", "cuBLAS bf16"), ("bf16", "13 BF16 wgmma bf16 in")])
+        self.assertEqual({e.get("stroke") for e in lines if "cuBLAS" in e.get("data-contender")}, {"#222222"})
+        self.assertEqual(len([e for e in root.iter(SVG_NS + "circle") if e.get("class") == "point"]), 12)  # square only
+        self.assertTrue(int(root.get("height")) > 900)
+
+    def test_no_gpu_is_skipped_and_a_wrong_kernel_is_an_error(self):
+        r = sweeps.interpret_matmul(1, "", "s07_matmul_sweep needs a CUDA GPU: no CUDA device on this machine\n", [])
+        self.assertEqual((r["status"], r["reason"]), ("skipped", "s07_matmul_sweep needs a CUDA GPU: no CUDA device "
+                                                                 "on this machine"))
+        rows = sweeps.parse_fast_gemm_csv(wrong_csv())
+        r = sweeps.interpret_matmul(1, SWEEP_OUTPUT, "a kernel's result differs from cuBLAS of its precision by more "
+                                                     "than the bound: see WRONG\n", rows)
+        self.assertEqual(r["status"], "error")
+        self.assertIn("see WRONG (exit code 1)", r["reason"])
+
+    def test_not_built_is_skipped_with_the_target(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            build = Path(tmp) / "build"
+            (build / "CMakeFiles" / "3.25.1").mkdir(parents=True)
+            (build / "CMakeFiles" / "3.25.1" / "CMakeCUDACompiler.cmake").write_text("")
+            (build / "CMakeCache.txt").write_text("CMAKE_BUILD_TYPE:STRING=Release\n")
+            r = sweeps.run_fast_gemm_sweep(ROOT, build, S07, Path(tmp) / "out")
+            self.assertEqual(r["status"], "skipped")
+            self.assertIn("--target s07_matmul_sweep", r["reason"])
+            self.assertEqual((r["ceilings"], r["notes"], r["rows"]), ([], [], []))
+
+    def test_a_sweep_binary_that_finds_a_wrong_kernel(self):
+        """The whole path through a stand-in for s07_matmul_sweep: its options, its CSV, its exit code."""
+        with tempfile.TemporaryDirectory() as tmp:
+            build, out = Path(tmp) / "build", Path(tmp) / "out"
+            (build / "bin").mkdir(parents=True)
+            fake = build / "bin" / sweeps.FAST_SWEEP_BINARY
+            fake.write_text(f"""#!{sys.executable}
+import sys
+args = sys.argv[1:]
+open(args[args.index("--csv") + 1], "w").write({wrong_csv()!r})
+print("note: kernels 13 and 14 (wgmma) need a Hopper GPU and an sm_90a build; here they run 12 and 11")
+print({SWEEP_OUTPUT!r})
+print("args:", " ".join(args))
+sys.stderr.write("a kernel's result differs from cuBLAS of its precision by more than the bound: see WRONG\\n")
+sys.exit(1)
+""")
+            fake.chmod(0o755)
+            r = sweeps.run_fast_gemm_sweep(ROOT, build, S07, out, sizes=[128, 4096], course=True)
+            self.assertEqual(r["status"], "error")
+            self.assertEqual(len(r["rows"]), 16)
+            self.assertEqual(len(r["ceilings"]), 3)
+            self.assertEqual(len(r["notes"]), 1)
+            self.assertIn("--roofline --sizes 128,4096 --course", r["output"])
+            self.assertTrue((out / "logs" / "sweep_fast_gemm.log").is_file())
+            fake.write_text(f"#!{sys.executable}\nimport sys\nargs = sys.argv[1:]\n"
+                            "open(args[args.index('--csv') + 1], 'w').write('table,shape\\nsquare,128\\n')\n")
+            r = sweeps.run_fast_gemm_sweep(ROOT, build, S07, out)
+            self.assertEqual(r["status"], "error")   # a CSV it cannot read names the file
+            self.assertIn("sweep_fast_gemm_raw.csv: KeyError", r["reason"])
+
+
 class StagesAndOptions(unittest.TestCase):
     def test_select_stages_and_models(self):
         all_ = list(stages.KNOWN_STAGES)
         self.assertEqual([s.id for s in stages.select_stages(all_, "3,01_fc_softmax")], ["01_fc_softmax", "03_openmp"])
-        self.assertEqual(stages.select_stages(all_, ""), all_)
+        self.assertEqual(len(stages.select_stages(all_, "")), 10,
+                         "stages 01 to 08, and 09 on 1 and on 2 GPUs")
         with self.assertRaises(ValueError):
             stages.select_stages(all_, "99")
         with self.assertRaises(ValueError):
             stages.select_models("mlp,resnet")
+
+    def test_stage_09_has_a_row_per_gpu_count(self):
+        rows = stages.select_stages(list(stages.KNOWN_STAGES), "9")
+        self.assertEqual([(s.id, s.gpus) for s in rows], [("09_multi_gpu", 1), ("09_multi_gpu", 2)])
+        self.assertEqual([s.key for s in rows], ["09_multi_gpu_1gpu", "09_multi_gpu_2gpu"], "their logs differ")
+        cmd = trainer_command("s09", rows[1], "cnn", epochs=1, batch=64, limit=0, seed=42, dataset="fashion-mnist",
+                              json_path="x.json")
+        self.assertEqual(cmd[-2:], ["--gpus", "2"])
+        # What the trainer says on a machine with one GPU makes the 2-GPU row a skipped one, with the reason.
+        message = ("error: --gpus 2: a GPU per rank is needed, and rank 1 has none: CUDA shows 1 GPU here "
+                   "(CUDA_VISIBLE_DEVICES is not set)\n")
+        run = interpret(rows[1], "cnn", 2, "", message, None)
+        self.assertEqual(run.status, "skipped", run.reason)
+        self.assertIn("rank 1 has none", run.reason)
+        with tempfile.TemporaryDirectory() as tmp:
+            root, build = Path(tmp) / "src", Path(tmp) / "build"
+            (root / "stages" / "09_multi_gpu").mkdir(parents=True)
+            (build / "CMakeFiles" / "3.25.1").mkdir(parents=True)
+            (build / "CMakeFiles" / "3.25.1" / "CMakeCUDACompiler.cmake").write_text("")
+            (build / "CMakeCache.txt").write_text("CUDNN_LIBRARY:FILEPATH=/x/libcudnn.so\n"
+                                                  "NCCL_LIBRARY:FILEPATH=NCCL_LIBRARY-NOTFOUND\n")
+            self.assertIn("no NCCL", stages.not_built_reason(root, build, rows[0]))
 
     def test_not_built_reasons(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -460,7 +810,7 @@ class StagesAndOptions(unittest.TestCase):
         with open(os.devnull, "w") as devnull:
             old, sys.stderr = sys.stderr, devnull
             try:
-                for argv in (["--full", "--limit", "10"], ["--models", "vgg"], ["--stages", "9"], ["--batch", "0"]):
+                for argv in (["--full", "--limit", "10"], ["--models", "vgg"], ["--stages", "12"], ["--batch", "0"]):
                     with self.assertRaises(SystemExit):
                         compare.parse_args(argv)
             finally:
@@ -534,14 +884,43 @@ class EndToEnd(unittest.TestCase):
                                    "--sweep-matmul", "--sizes", "128,256", "--out", out],
                                   cwd=ROOT, capture_output=True, text=True, timeout=300)
             self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
-            data = json.loads((Path(out) / "sweep_matmul.json").read_text())
-            self.assertIn(data["status"], ("ok", "skipped"))
-            if data["status"] == "skipped":
-                self.assertTrue(data["reason"])
-                self.assertIn("skipped: " + data["reason"], proc.stdout)
+            for name in ("sweep_matmul", "sweep_fast_gemm"):   # stage 04's, then stage 07's
+                data = json.loads((Path(out) / f"{name}.json").read_text())
+                self.assertIn(data["status"], ("ok", "skipped"))
+                if data["status"] == "skipped":
+                    self.assertTrue(data["reason"])
+                    self.assertIn("skipped: " + data["reason"], proc.stdout)
+                else:
+                    self.assertEqual({r["M"] for r in data["rows"]}, {128, 256})
+                    ET.fromstring((Path(out) / f"{name}.svg").read_bytes())
+                    if name == "sweep_fast_gemm":
+                        self.assertTrue(data["ceilings"], "--roofline prints the GPU's ceilings first")
+                        self.assertEqual({r["precision"] for r in data["rows"]}, {"fp32", "tf32", "bf16"})
+
+    def test_stage_07_and_its_precision_rows_run_or_say_why_not(self):
+        build = built_trainers_dir()
+        if not (build / "bin" / "s07_train_solution").is_file():
+            self.skipTest(f"stage 07 is not built in {build}")
+        with tempfile.TemporaryDirectory() as out:
+            proc = subprocess.run([sys.executable, str(ROOT / "tools" / "compare.py"), "--build-dir", str(build),
+                                   "--stages", "01,07", "--models", "mlp", "--limit", "500", "--out", out],
+                                  cwd=ROOT, capture_output=True, text=True, timeout=300)
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+            records = list(csv.DictReader(io.StringIO((Path(out) / "compare.csv").read_text())))
+            self.assertEqual([(r["stage"], r["variant_of"]) for r in records],
+                             [("01_fc_softmax", ""), ("07_fast_gemm", ""), ("07_fast_gemm tf32", "07_fast_gemm"),
+                              ("07_fast_gemm bf16", "07_fast_gemm")])
+            s07 = records[1:]
+            self.assertEqual(len({r["status"] for r in s07}), 1, s07)   # a GPU runs all three, or none
+            if s07[0]["status"] == "skipped":
+                self.assertTrue(all(r["reason"] == s07[0]["reason"] != "" for r in s07), s07)
             else:
-                self.assertEqual({r["M"] for r in data["rows"]}, {128, 256})
-                ET.fromstring((Path(out) / "sweep_matmul.svg").read_bytes())
+                self.assertEqual(s07[0]["status"], "ok")
+                self.assertTrue(all(r["vs_prev_stage"] == "07_fast_gemm" for r in s07[1:]), s07)
+                data = json.loads((Path(out) / "compare.json").read_text())
+                self.assertEqual([r["options"].get("precision") for r in data["rows"][1:]], ["fp32", "tf32", "bf16"])
+            self.assertTrue((Path(out) / "logs" / "07_fast_gemm_mlp_bf16.log").is_file())
+            ET.fromstring((Path(out) / "compare.svg").read_bytes())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,138 @@
+// Stage 07 benchmarks: the matmul kernels (stage 04's names) and one training step per precision
+// (the names of stages 04 to 06, so Google Benchmark's compare.py sets the stages side by side).
+//
+//   build/bin/s07_bench                                    all of them
+//   build/bin/s07_bench --benchmark_filter=BM_Matmul/13/    one kernel at every size
+//
+//   BM_Matmul/<kernel>/<n>       C[n, n] = A[n, n] B[n, n] through course::gemm (FP32 in and out); GFLOP/s counts 2 n^3
+//   BM_TrainStep_MLP[_tf32|_bf16] one SGD step of mlp at batch 64: kernel 10 (autotuned FP32), 11 (TF32) or 12 (BF16)
+//   BM_TrainStep_CNN[_tf32|_bf16] the same for cnn
+//
+// Every figure is GPU time between CUDA events around the work (manual time), after an untimed
+// warm-up call, in which kernel 10 also tunes every shape it meets.
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "04_cuda_matmul/gemm.hpp"
+#include "07_fast_gemm/autotune.hpp"
+#include "07_fast_gemm/fast_gemm.hpp"
+#include "07_fast_gemm/fast_gemm_engine.hpp"
+#include "common/cuda_check.hpp"
+#include "common/data.hpp"
+#include "common/rng.hpp"
+
+namespace {
+
+using course::DeviceBuffer;
+
+DeviceBuffer<float> random_device(std::size_t n, std::uint64_t seed) {
+  course::Rng rng(seed, 13);
+  std::vector<float> v(n);
+  for (auto& x : v) x = static_cast<float>(rng.uniform(-1.0, 1.0));
+  DeviceBuffer<float> d;
+  d.upload(v);
+  return d;
+}
+
+// Times `work` with CUDA events, one call per iteration, after a warm-up call.
+template <typename Setup>
+void time_on_gpu(benchmark::State& state, Setup&& setup) {
+  std::string why;
+  if (!course::gpu_available(&why)) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  try {
+    course::register_fast_gemm_kernels();
+    course::kernel10_autotuner().set_report(nullptr);
+    auto work = setup();
+    work();
+    CUDA_CHECK(cudaDeviceSynchronize());
+    cudaEvent_t start = nullptr, stop = nullptr;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    for (auto _ : state) {
+      CUDA_CHECK(cudaEventRecord(start));
+      work();
+      CUDA_CHECK(cudaEventRecord(stop));
+      CUDA_CHECK(cudaEventSynchronize(stop));
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      state.SetIterationTime(ms / 1e3);
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+void BM_Matmul(benchmark::State& state) {
+  const int kernel = static_cast<int>(state.range(0)), n = static_cast<int>(state.range(1));
+  const std::size_t size = static_cast<std::size_t>(n) * n;
+  DeviceBuffer<float> A, B, C;
+  time_on_gpu(state, [&] {
+    A = random_device(size, 1);
+    B = random_device(size, 2);
+    C.resize(size);
+    return [&] { course::gemm(kernel, false, false, n, n, n, 1.f, A.get(), B.get(), 0.f, C.get()); };
+  });
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * n * n * static_cast<double>(n) * 1e-9 * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
+  state.SetLabel(course::gemm_kernel_name(kernel) + " (" +
+                 course::precision_name(course::gemm_precision(kernel)) + ")");
+}
+
+void matmul_sizes(benchmark::internal::Benchmark* b) {
+  for (int kernel : {0, 6, 7, 8, 9, 10, 11, 12, 13, 14})
+    for (int n = 1024; n <= 4096; n *= 2) b->Args({kernel, n});
+}
+
+// One training step at batch 64: stage 05's engine on the precision's default kernel.
+void train_step(benchmark::State& state, const std::string& model, const std::string& precision) {
+  const course::Dataset data = course::make_synthetic(16 * 64, {1, 28, 28}, 10, 1);
+  std::unique_ptr<course::FastGemmEngine> engine;
+  int b = 0;
+  int kernel = -1;
+  time_on_gpu(state, [&] {
+    course::EngineConfig cfg;
+    cfg.arch = course::parse_arch(course::named_model_spec(model));
+    cfg.input = data.shape;
+    cfg.classes = data.classes;
+    cfg.batch = 64;
+    cfg.seed = 42;
+    course::GpuCnnOptions options;
+    options.gemm_kernel = kernel = course::default_kernel(course::parse_precision(precision));
+    engine = std::make_unique<course::FastGemmEngine>(cfg, options);
+    engine->begin_epoch(data, 0);
+    return [&] {
+      engine->train_batch(b);
+      b = (b + 1) % engine->num_batches();
+    };
+  });
+  state.SetItemsProcessed(state.iterations() * 64);
+  state.SetLabel(model + " batch 64, gemm kernel " + std::to_string(kernel) + ", " + precision);
+}
+
+void BM_TrainStep_MLP(benchmark::State& state) { train_step(state, "mlp", "fp32"); }
+void BM_TrainStep_MLP_tf32(benchmark::State& state) { train_step(state, "mlp", "tf32"); }
+void BM_TrainStep_MLP_bf16(benchmark::State& state) { train_step(state, "mlp", "bf16"); }
+void BM_TrainStep_CNN(benchmark::State& state) { train_step(state, "cnn", "fp32"); }
+void BM_TrainStep_CNN_tf32(benchmark::State& state) { train_step(state, "cnn", "tf32"); }
+void BM_TrainStep_CNN_bf16(benchmark::State& state) { train_step(state, "cnn", "bf16"); }
+
+}  // namespace
+
+BENCHMARK(BM_Matmul)->Apply(matmul_sizes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TrainStep_MLP)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TrainStep_MLP_tf32)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TrainStep_MLP_bf16)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TrainStep_CNN)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TrainStep_CNN_tf32)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TrainStep_CNN_bf16)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+BENCHMARK_MAIN();

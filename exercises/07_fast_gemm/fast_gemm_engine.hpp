@@ -1,0 +1,52 @@
+/// @file fast_gemm_engine.hpp
+/// @brief Stage 07: stage 05's GPU engine on this stage's kernels, and what a run reports (glue, not a task).
+///
+/// Stage 07 writes no training loop of its own: every product of stage 05's engine
+/// (conv layers as im2col + GEMM, dense layers, every gradient) goes through
+/// course::gemm(), so choosing kernel 9 or 12 there is all it takes to train on
+/// them. Precision follows from the kernel (gemm_precision()): with kernels 11 and
+/// 12 the products round their operands to TF32 or BF16 and add in FP32, while the
+/// weights, their velocities, the activations and the loss stay FP32 (mixed precision
+/// with FP32 master weights; BF16 keeps FP32's exponent range, so no loss scaling).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "05_im2col_gemm/gpu_cnn_engine.hpp"
+#include "07_fast_gemm/autotune.hpp"
+#include "07_fast_gemm/fast_gemm.hpp"
+
+namespace course {
+
+class FastGemmEngine : public GpuCnnEngine {
+ public:
+  /// Registers kernels 7 to 12 with course::gemm() and builds stage 05's engine on `options`.
+  FastGemmEngine(const EngineConfig& cfg, const GpuCnnOptions& options) : GpuCnnEngine(registered(cfg), options) {}
+
+  Precision precision() const { return gemm_precision(options().gemm_kernel); }
+
+  /// Stage 05's facts plus the precision and, for kernel 10, the tile sizes chosen per shape.
+  nlohmann::json stage_results() const override {
+    nlohmann::json j = GpuCnnEngine::stage_results();
+    j["precision"] = precision_name(precision());
+    if (options().gemm_kernel == kGemmAutotuned) {
+      j["autotune"] = nlohmann::json::array();
+      const Autotuner& tuner = kernel10_autotuner();
+      for (const auto& [key, result] : tuner.choices())
+        j["autotune"].push_back({{"product", key.str()},
+                                 {"choice", tuner.candidates()[static_cast<std::size_t>(result.choice)].sizes.str()},
+                                 {"microseconds", result.ms * 1e3},
+                                 {"rejected", result.rejected}});
+    }
+    return j;
+  }
+
+ private:
+  /// cfg, once kernels 7 to 12 are known to gemm(): stage 05's constructor checks the kernel number.
+  static const EngineConfig& registered(const EngineConfig& cfg) {
+    register_fast_gemm_kernels();
+    return cfg;
+  }
+};
+
+}  // namespace course

@@ -1,0 +1,115 @@
+/// @file bootstrap.cpp
+/// @brief Stage 09: the rank's place from the environment, and the unique id through a file (glue; see the header).
+#include "09_multi_gpu/bootstrap.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <thread>
+
+namespace course {
+
+namespace {
+
+// The whole number in variable `name`, or a LaunchError that names it.
+int whole_number(const EnvLookup& env, const char* name) {
+  const char* text = env(name);
+  const std::string value = text != nullptr ? text : "";
+  if (value.empty() || value.size() > 9 || value.find_first_not_of("0123456789") != std::string::npos)
+    throw LaunchError(std::string(name) + "='" + value + "' is not a whole number");
+  return std::stoi(value);
+}
+
+bool is_set(const EnvLookup& env, const char* name) { return env(name) != nullptr; }
+
+RankPlace place_from(const EnvLookup& env, const char* rank_var, const char* world_var, const char* local_var,
+                     const std::string& started_by) {
+  if (!is_set(env, rank_var) || !is_set(env, world_var))
+    throw LaunchError(std::string(is_set(env, rank_var) ? world_var : rank_var) + " is not set, but " +
+                      (is_set(env, rank_var) ? rank_var : world_var) + " is: a rank needs both");
+  RankPlace p;
+  p.world = whole_number(env, world_var);
+  p.rank = whole_number(env, rank_var);
+  p.local_rank = is_set(env, local_var) ? whole_number(env, local_var) : p.rank;
+  p.started_by = started_by;
+  if (p.world < 1) throw LaunchError(std::string(world_var) + "=" + std::to_string(p.world) + ": a run needs a rank");
+  if (p.rank >= p.world)
+    throw LaunchError(std::string(rank_var) + "=" + std::to_string(p.rank) + " is not a rank of " + world_var + "=" +
+                      std::to_string(p.world) + " (ranks are 0 to " + std::to_string(p.world - 1) + ")");
+  return p;
+}
+
+std::string header_line(int world) { return "course-nccl-id 1 world " + std::to_string(world) + "\n"; }
+
+}  // namespace
+
+std::optional<RankPlace> rank_place_from_env(const EnvLookup& env) {
+  std::optional<RankPlace> place;
+  if (is_set(env, "COURSE_RANK") || is_set(env, "COURSE_WORLD_SIZE"))
+    place = place_from(env, "COURSE_RANK", "COURSE_WORLD_SIZE", "COURSE_LOCAL_RANK", "this trainer's launcher");
+  else if (is_set(env, "OMPI_COMM_WORLD_RANK") || is_set(env, "OMPI_COMM_WORLD_SIZE"))
+    place = place_from(env, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                       "mpirun (Open MPI)");
+  if (place && env("COURSE_NCCL_ID_FILE") != nullptr) place->id_file = env("COURSE_NCCL_ID_FILE");
+  return place;
+}
+
+void publish_unique_id(const std::string& path, const std::string& id, int world) {
+  if (id.size() != kUniqueIdBytes)
+    throw std::invalid_argument("a unique id has " + std::to_string(kUniqueIdBytes) + " bytes, not " +
+                                std::to_string(id.size()));
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << header_line(world) << id;
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw std::runtime_error("cannot write the NCCL id file '" + tmp + "': " + std::strerror(errno));
+    }
+  }
+  // link() puts the whole file in place at once, and fails if the path exists.
+  const int linked = ::link(tmp.c_str(), path.c_str());
+  const int error = errno;
+  std::remove(tmp.c_str());
+  if (linked != 0 && error == EEXIST)
+    throw LaunchError("the NCCL id file '" + path + "' exists already: it is left from another run (remove it) or "
+                      "another run uses the same path now (give each run its own --nccl-id-file)");
+  if (linked != 0) throw std::runtime_error("cannot create the NCCL id file '" + path + "': " + std::strerror(error));
+}
+
+std::string wait_for_unique_id(const std::string& path, int world, int rank, double timeout_s) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string want = header_line(world);
+  for (;;) {
+    std::ifstream in(path, std::ios::binary);
+    if (in) {  // rank 0 links the file into place whole, so what exists is complete
+      const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::size_t newline = bytes.find('\n');
+      if (newline == std::string::npos || bytes.size() != newline + 1 + kUniqueIdBytes ||
+          bytes.compare(0, 15, "course-nccl-id ") != 0)
+        throw std::runtime_error("rank " + std::to_string(rank) + ": '" + path + "' is not an NCCL id file of this "
+                                 "trainer (" + std::to_string(bytes.size()) + " bytes)");
+      const std::string line = bytes.substr(0, newline + 1);
+      if (line != want)
+        throw std::runtime_error("rank " + std::to_string(rank) + ": the NCCL id file '" + path + "' begins '" +
+                                 line.substr(0, newline) + "', but this run has " + std::to_string(world) +
+                                 " ranks: it is left from another run (remove it)");
+      return bytes.substr(newline + 1);
+    }
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (waited >= timeout_s)
+      throw std::runtime_error("rank " + std::to_string(rank) + ": no NCCL id appeared in '" + path + "' within " +
+                               std::to_string(static_cast<int>(timeout_s)) + " s: rank 0 did not start or failed "
+                               "before writing it, or the path is not on a filesystem every rank sees "
+                               "(--nccl-id-file)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace course

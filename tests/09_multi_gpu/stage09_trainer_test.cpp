@@ -1,0 +1,307 @@
+// The stage 09 trainer as a learner runs it: alone, through its launcher, on
+// two GPUs (skipped, saying so, with fewer), with a rank that dies, and
+// resumed from a checkpoint on another number of GPUs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "02_conv_pool/cnn.hpp"
+#include "06_cudnn/cudnn_engine.hpp"
+#include "cnn_comparison.hpp"
+#include "common/data.hpp"
+#include "common/model_file.hpp"
+#include "common/trainer.hpp"
+#include "s09_support.hpp"
+
+using namespace course;
+using namespace course::s09test;
+
+namespace {
+
+#define EXPECT_CONTAINS(text, part) \
+  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"
+
+// The data of every run here: the built-in synthetic set, `limit` training images.
+std::vector<std::string> data_args(long limit) {
+  return {"--dataset", "synthetic", "--limit", std::to_string(limit), "--no-progress"};
+}
+
+std::vector<std::string> operator+(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Expects a successful run; returns it.
+Finished expect_ok(const Finished& f, const std::string& what) {
+  EXPECT_EQ(f.exit_code, 0) << what << " failed:\n" << f.out << f.err;
+  EXPECT_FALSE(f.timed_out) << what << " timed out";
+  return f;
+}
+
+// The comparison of runs that add in another order (the 20-step tests of stages 05 and 06).
+constexpr double kParamAtol = 5e-4, kParamRtol = 1e-3;
+
+void expect_close_models(const fs::path& got_file, const fs::path& want_file, const std::string& what) {
+  const std::vector<float> got = model_values(got_file), want = model_values(want_file);
+  ASSERT_EQ(got.size(), want.size()) << what;
+  std::size_t worst = 0;
+  double worst_ratio = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double ratio = std::fabs(got[i] - want[i]) / (kParamAtol + kParamRtol * std::fabs(want[i]));
+    if (!(ratio <= worst_ratio)) worst_ratio = ratio, worst = i;
+  }
+  EXPECT_LE(worst_ratio, 1.0) << what << ": value " << worst << " is " << got[worst] << ", expected " << want[worst]
+                              << " (|diff| " << std::fabs(got[worst] - want[worst]) << ", limit " << kParamAtol
+                              << " + " << kParamRtol << " |want|)";
+}
+
+// The global batch and the start of the two-GPU comparison: 20 steps of 128 from
+// weights spread away from ReLU's kinks, at lr 0.01 (stage 06's comparison, and
+// why: tests/support/cnn_comparison.hpp).
+constexpr int kGlobalBatch = 128;
+constexpr long kTwentySteps = 20 * kGlobalBatch;
+
+EngineConfig comparison_config() {
+  EngineConfig cfg;
+  cfg.arch = parse_arch(named_model_spec("cnn"));
+  cfg.input = {1, 28, 28};
+  cfg.classes = 10;
+  cfg.batch = kGlobalBatch;
+  cfg.lr = 0.01;
+  cfg.momentum = 0.9;
+  cfg.seed = 42;  // the trainer's default
+  return cfg;
+}
+
+std::vector<NamedTensor> spread_start(const EngineConfig& cfg) {
+  return testkit::spread_parameters(initial_parameters(cfg.arch, cfg.input, cfg.classes, cfg.seed, make_cnn_layer<float>),
+                                    99);
+}
+
+// Writes the spread start as a model file the trainer can --load.
+fs::path save_spread_start(const fs::path& dir) {
+  const EngineConfig cfg = comparison_config();
+  ModelFile m;
+  m.arch = cfg.arch.spec();
+  m.input = cfg.input;
+  m.classes = cfg.classes;
+  m.stage = "tests";
+  m.tensors = spread_start(cfg);
+  const fs::path file = dir / "spread_start.bin";
+  save_model(file.string(), m);
+  return file;
+}
+
+}  // namespace
+
+// ---- without several GPUs -------------------------------------------------------
+
+// On a machine with fewer than two GPUs, --gpus 2 stops with one line saying why.
+// (A suite of its own: CTest counts a suite with a skipped test as skipped.)
+TEST(Stage09_TooFewGpus, Gpus2SaysWhyItCannotRun) {
+  const int gpus = gpu_count();
+  if (gpus >= 2) GTEST_SKIP() << "CUDA shows " << gpus << " GPUs here: --gpus 2 can run";
+  const fs::path dir = fresh_dir();
+  const Finished f = run_trainer_binary(dir, "gpus2", std::vector<std::string>{"--gpus", "2"} + data_args(256), 120);
+  if (gpus == 0) {
+    EXPECT_EQ(f.exit_code, kExitError) << f.err;
+    EXPECT_CONTAINS(f.err, "stage 09 trains on CUDA GPUs, and there is none");
+  } else {
+    EXPECT_EQ(f.exit_code, kExitUsage) << f.err;
+    EXPECT_CONTAINS(f.err, "--gpus 2: a GPU per rank is needed, and rank 1 has none");
+  }
+}
+
+// ---- one GPU ----------------------------------------------------------------------------
+
+// The MLP (cuBLAS only: the same kernels in every process) trained alone, through
+// the launcher with one rank, and by stage 06's engine: the same bits.
+TEST(Stage09_Trainer, AloneThroughTheLauncherAndStage06GiveTheSameBits) {
+  S09_SKIP_WITHOUT_GPUS(1);
+  const fs::path dir = fresh_dir();
+  const std::vector<std::string> common =
+      std::vector<std::string>{"--model", "mlp", "--epochs", "2", "--batch", "64"} + data_args(1000);
+  const Finished alone = expect_ok(
+      run_trainer_binary(dir, "alone", common + std::vector<std::string>{"--save", (dir / "alone.bin").string(),
+                                                                          "--json", (dir / "alone.json").string()}),
+      "alone");
+  const Finished spawned =
+      expect_ok(run_trainer_binary(dir, "spawned", common + std::vector<std::string>{"--gpus", "1", "--spawn", "--save",
+                                                                                    (dir / "spawned.bin").string()}),
+                "--gpus 1 --spawn");
+  EXPECT_CONTAINS(spawned.out, "launcher: 1 rank, one process per GPU");
+  EXPECT_CONTAINS(alone.out, "ranks: 1 (this process alone)");
+  EXPECT_EQ(differing_values(model_values(dir / "spawned.bin"), model_values(dir / "alone.bin")), 0u)
+      << "the launcher's rank and the process alone disagree";
+
+  // Stage 06's engine on the same data, the same schedule, in this process.
+  DataOptions data;
+  data.dataset = "synthetic";
+  data.limit = 1000;
+  const DataSplit split = load_data(data);
+  EngineConfig cfg;
+  cfg.arch = parse_arch(named_model_spec("mlp"));
+  cfg.input = split.train.shape;
+  cfg.classes = split.train.classes;
+  cfg.batch = 64;
+  cfg.lr = 0.02;
+  CudnnEngine reference(cfg, true);
+  for (int e = 0; e < 2; ++e) {
+    reference.set_learning_rate(scheduled_learning_rate(cfg.lr, "cosine", e, 2));
+    reference.train_epoch(split.train, e, {});
+  }
+  std::vector<float> want;
+  for (const NamedTensor& t : reference.get_parameters()) want.insert(want.end(), t.tensor.data.begin(), t.tensor.data.end());
+  EXPECT_EQ(differing_values(model_values(dir / "alone.bin"), want), 0u) << "stage 09 alone is not stage 06";
+
+  const nlohmann::json j = nlohmann::json::parse(slurp(dir / "alone.json"));
+  EXPECT_EQ(j.at("stage_results").at("ranks"), 1);
+  EXPECT_EQ(j.at("status"), "ok");
+}
+
+TEST(Stage09_Trainer, AResumedRunContinuesBitForBit) {
+  S09_SKIP_WITHOUT_GPUS(1);
+  const fs::path dir = fresh_dir();
+  const std::vector<std::string> common =
+      std::vector<std::string>{"--model", "mlp", "--batch", "64", "--lr-schedule", "constant"} + data_args(1000);
+  const std::string ckpt = (dir / "run.ckpt").string();
+  expect_ok(run_trainer_binary(dir, "straight", common + std::vector<std::string>{"--epochs", "2", "--save",
+                                                                                 (dir / "straight.bin").string()}),
+            "two epochs");
+  expect_ok(run_trainer_binary(dir, "first", common + std::vector<std::string>{"--epochs", "1", "--checkpoint-every",
+                                                                              "1", "--checkpoint", ckpt}),
+            "the first epoch");
+  expect_ok(run_trainer_binary(dir, "resumed", common + std::vector<std::string>{"--epochs", "2", "--resume", ckpt,
+                                                                                "--save", (dir / "resumed.bin").string()}),
+            "the resumed run");
+  EXPECT_EQ(differing_values(model_values(dir / "resumed.bin"), model_values(dir / "straight.bin")), 0u);
+}
+
+TEST(Stage09_Trainer, ProfileShowsTheAllReduce) {
+  S09_SKIP_WITHOUT_GPUS(1);
+  const fs::path dir = fresh_dir();
+  const Finished f = expect_ok(
+      run_trainer_binary(dir, "profile",
+                         std::vector<std::string>{"--model", "cnn", "--epochs", "1", "--profile"} + data_args(640)),
+      "--profile");
+  EXPECT_CONTAINS(f.out, "all-reduce, bucket 1: fc2-fc1");
+  EXPECT_CONTAINS(f.out, "wait for the all-reduce");
+  EXPECT_CONTAINS(f.out, "NCCL_NVLS_ENABLE=0");
+}
+
+// ---- two GPUs ----------------------------------------------------------------------------
+
+// What the two-GPU comparison relies on, checked on the CPU: its 20 steps do not
+// branch when the weights move by 1e-6 (cnn_comparison.hpp). Runs everywhere.
+TEST(Stage09_CpuPremise, TwentyStepComparisonDoesNotBranch) {
+  DataOptions data;
+  data.dataset = "synthetic";
+  data.limit = kTwentySteps;
+  const DataSplit split = load_data(data);
+  const EngineConfig cfg = comparison_config();
+  testkit::expect_training_does_not_branch(cfg, split.train, spread_start(cfg), kParamAtol, kParamRtol);
+}
+
+// 2 GPUs x 64 examples against 1 GPU x 128, 20 steps: the same parameters, within
+// the tolerance of two summation orders; the MLP too.
+TEST(Stage09_Trainer, TwoGpusComputeWhatOneComputesWithTheGlobalBatch) {
+  S09_SKIP_WITHOUT_GPUS(2);
+  const fs::path dir = fresh_dir();
+  const std::vector<std::string> common =
+      std::vector<std::string>{"--model", "cnn", "--epochs", "1", "--batch", std::to_string(kGlobalBatch), "--lr",
+                               "0.01", "--lr-schedule", "constant", "--load", save_spread_start(dir).string()} +
+      data_args(kTwentySteps);
+  for (const std::string allreduce : {"buckets", "flat"}) {
+    SCOPED_TRACE(allreduce);
+    const Finished one = expect_ok(
+        run_trainer_binary(dir, "one_" + allreduce,
+                           common + std::vector<std::string>{"--gpus", "1", "--allreduce", allreduce, "--save",
+                                                             (dir / ("one_" + allreduce + ".bin")).string()}),
+        "1 GPU");
+    const Finished two = expect_ok(
+        run_trainer_binary(dir, "two_" + allreduce,
+                           common + std::vector<std::string>{"--gpus", "2", "--allreduce", allreduce, "--save",
+                                                             (dir / ("two_" + allreduce + ".bin")).string()}),
+        "2 GPUs");
+    EXPECT_CONTAINS(two.out, "global batch 128 = 64 + 64");
+    expect_close_models(dir / ("two_" + allreduce + ".bin"), dir / ("one_" + allreduce + ".bin"),
+                        "2 GPUs x 64 against 1 GPU x 128");
+    const std::vector<float> start = model_values(dir / "spread_start.bin"),
+                             trained = model_values(dir / ("one_" + allreduce + ".bin"));
+    std::size_t moved = 0;
+    for (std::size_t i = 0; i < start.size(); ++i) moved += std::fabs(trained[i] - start[i]) > 10 * kParamAtol;
+    EXPECT_GT(moved, 0u) << "the parameters hardly moved, so the comparison proves little";
+  }
+}
+
+TEST(Stage09_Trainer, WhenARankDiesTheLauncherStopsTheOthers) {
+  S09_SKIP_WITHOUT_GPUS(2);
+  const fs::path dir = fresh_dir();
+  const Finished f = run_trainer_binary(
+      dir, "dies", std::vector<std::string>{"--gpus", "2", "--model", "cnn", "--epochs", "5"} + data_args(8000), 120,
+      {{"COURSE_TEST_KILL_RANK_AT_STEP", "1:5"}});
+  EXPECT_FALSE(f.timed_out) << "the run hung after rank 1 died";
+  EXPECT_EQ(f.exit_code, 128 + SIGKILL) << f.err;
+  EXPECT_CONTAINS(f.err, "launcher: rank 1 was killed by signal 9 (SIGKILL); stopping the other ranks");
+  EXPECT_LT(f.seconds, 60.0);
+}
+
+// Ranks started without the launcher (as mpirun or a person would): when rank 1
+// dies, rank 0's watchdog stops it with a message once --nccl-timeout passes.
+TEST(Stage09_Trainer, WithoutTheLauncherTheWatchdogStopsTheRankLeft) {
+  S09_SKIP_WITHOUT_GPUS(2);
+  const fs::path dir = fresh_dir();
+  const std::vector<std::string> args =
+      std::vector<std::string>{"--model", "cnn", "--epochs", "5", "--nccl-timeout", "10"} + data_args(8000);
+  std::vector<std::unique_ptr<TrainerProcess>> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.push_back(std::make_unique<TrainerProcess>(
+        dir, "rank" + std::to_string(r), args,
+        std::vector<std::pair<std::string, std::string>>{{"COURSE_RANK", std::to_string(r)},
+                                                         {"COURSE_WORLD_SIZE", "2"},
+                                                         {"COURSE_LOCAL_RANK", std::to_string(r)},
+                                                         {"COURSE_NCCL_ID_FILE", (dir / "nccl-id").string()},
+                                                         {"COURSE_TEST_KILL_RANK_AT_STEP", "1:5"}}));
+  const Finished dead = ranks[1]->wait(120);
+  EXPECT_EQ(dead.exit_code, 128 + SIGKILL) << dead.err;
+  const Finished left = ranks[0]->wait(120);
+  EXPECT_FALSE(left.timed_out) << "rank 0 hung";
+  EXPECT_EQ(left.exit_code, kExitError) << left.err;
+  EXPECT_CONTAINS(left.err, "rank 0 of 2: error: ");
+  EXPECT_LT(left.seconds, 90.0);
+}
+
+// A checkpoint written by rank 0 of a two-GPU run resumes on two GPUs to the same
+// bits as a run never stopped, and on one GPU to the same parameters within
+// the tolerance of another summation order (the MLP: one kernel choice per process).
+TEST(Stage09_Trainer, ACheckpointOfTwoGpusResumesOnTwoOrOne) {
+  S09_SKIP_WITHOUT_GPUS(2);
+  const fs::path dir = fresh_dir();
+  const std::vector<std::string> common = std::vector<std::string>{
+      "--model", "mlp", "--batch", std::to_string(kGlobalBatch), "--lr-schedule", "constant"} + data_args(kTwentySteps);
+  const std::string ckpt = (dir / "two.ckpt").string();
+  expect_ok(run_trainer_binary(dir, "straight", common + std::vector<std::string>{"--gpus", "2", "--epochs", "2",
+                                                                                 "--save", (dir / "straight.bin").string()}),
+            "two GPUs, two epochs");
+  expect_ok(run_trainer_binary(dir, "first", common + std::vector<std::string>{"--gpus", "2", "--epochs", "1",
+                                                                              "--checkpoint-every", "1", "--checkpoint",
+                                                                              ckpt}),
+            "two GPUs, the first epoch");
+  ASSERT_TRUE(fs::exists(ckpt)) << "rank 0 wrote no checkpoint";
+  const std::string ckpt_copy = (dir / "copy.ckpt").string();
+  fs::copy_file(ckpt, ckpt_copy);  // a resumed run writes its checkpoint over the one it read
+  expect_ok(run_trainer_binary(dir, "on_two", common + std::vector<std::string>{"--gpus", "2", "--epochs", "2",
+                                                                               "--resume", ckpt, "--save",
+                                                                               (dir / "on_two.bin").string()}),
+            "resumed on two GPUs");
+  expect_ok(run_trainer_binary(dir, "on_one", common + std::vector<std::string>{"--gpus", "1", "--epochs", "2",
+                                                                               "--resume", ckpt_copy, "--save",
+                                                                               (dir / "on_one.bin").string()}),
+            "resumed on one GPU");
+  EXPECT_EQ(differing_values(model_values(dir / "on_two.bin"), model_values(dir / "straight.bin")), 0u);
+  expect_close_models(dir / "on_one.bin", dir / "straight.bin", "resumed on one GPU");
+}

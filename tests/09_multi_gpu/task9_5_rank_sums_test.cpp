@@ -1,0 +1,67 @@
+// Task 9.5: sums and gathers over the ranks, for the epoch's metrics and the evaluation.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "09_multi_gpu/communicator.hpp"
+#include "09_multi_gpu/rank_sums.hpp"
+#include "s09_support.hpp"
+
+using namespace course;
+using namespace course::s09test;
+
+TEST(Task9_5_RankSums, OneRankGetsItsOwnNumbersBack) {
+  S09_SKIP_WITHOUT_GPUS(1);
+  Communicator comm(new_unique_id(), 0, 1, 60);
+  cudaStream_t stream = nullptr;
+  CUDA_CHECK(cudaStreamCreate(&stream));
+  DeviceBuffer<double> scratch;
+  const std::vector<double> mine = {1234.5678901234, 59999, 60000, -0.125, 1e300};
+  EXPECT_EQ(sum_over_ranks(mine, comm.get(), stream, scratch), mine);
+  const EpochStats stats{4321.25, 55123, 60000};
+  const EpochStats all = sum_stats_over_ranks(stats, comm.get(), stream, scratch);
+  EXPECT_EQ(all.loss_sum, stats.loss_sum);
+  EXPECT_EQ(all.correct, stats.correct);
+  EXPECT_EQ(all.seen, stats.seen);
+  DeviceBuffer<int> ints;
+  const std::vector<int> predictions = {3, 1, 4, 1, 5, 9, 2, 6};
+  EXPECT_EQ(gather_over_ranks(predictions, {8}, comm.get(), stream, ints), predictions);
+  EXPECT_TRUE(gather_over_ranks({}, {0}, comm.get(), stream, ints).empty());
+  cudaStreamDestroy(stream);
+}
+
+TEST(Task9_5_RankSums, TwoRanksSumAndGatherInRankOrder) {
+  S09_SKIP_WITHOUT_GPUS(2);
+  LocalRanks ranks(2);
+  std::vector<double> sums[2];
+  std::vector<int> gathered[2];
+  EpochStats stats[2];
+  ranks.run([&](int r, ncclComm_t comm) {
+    cudaStream_t stream = nullptr;
+    CUDA_CHECK(cudaStreamCreate(&stream));
+    DeviceBuffer<double> scratch;
+    DeviceBuffer<int> ints;
+    sums[r] = sum_over_ranks({1.5 + r, 10.0 * (r + 1)}, comm, stream, scratch);
+    stats[r] = sum_stats_over_ranks({100.0 + r, 40 + r, 50}, comm, stream, scratch);
+    // A test set of 5 in slices of 3 and 2: rank 0 predicts 0 1 2, rank 1 predicts 7 8.
+    gathered[r] = gather_over_ranks(r == 0 ? std::vector<int>{0, 1, 2} : std::vector<int>{7, 8}, {3, 2}, comm, stream,
+                                    ints);
+    cudaStreamDestroy(stream);
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(sums[r], (std::vector<double>{4.0, 30.0})) << "rank " << r;
+    EXPECT_EQ(stats[r].loss_sum, 201.0) << "rank " << r;
+    EXPECT_EQ(stats[r].correct, 81) << "rank " << r;
+    EXPECT_EQ(stats[r].seen, 100) << "rank " << r;
+    EXPECT_EQ(gathered[r], (std::vector<int>{0, 1, 2, 7, 8})) << "rank " << r;
+  }
+}
+
+// The checks around the task (not a task).
+TEST(Stage09_RankSums, AGatherOfTheWrongSizeIsRefused) {
+  S09_SKIP_WITHOUT_GPUS(1);
+  Communicator comm(new_unique_id(), 0, 1, 60);
+  DeviceBuffer<int> ints;
+  EXPECT_THROW(gather_over_ranks({1, 2}, {3}, comm.get(), nullptr, ints), std::invalid_argument);
+  EXPECT_THROW(gather_over_ranks({1, 2}, {2, 2}, comm.get(), nullptr, ints), std::invalid_argument);
+}

@@ -1,0 +1,54 @@
+// The shared trainer (course::run_trainer) run inside a test's process, with a
+// test engine or a stage's real one, and the bit-for-bit comparison of the
+// tensors two runs end with.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/engine.hpp"
+#include "common/trainer.hpp"
+
+namespace course::trainer_run {
+
+struct RunResult {
+  int code = -1;
+  std::string out, err;
+};
+
+/// run_trainer with the command line `args` (the program's name first), its stdout and stderr captured.
+inline RunResult run_in_process(const StageInfo& stage, const EngineFactory& make, std::vector<std::string> args) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  RunResult r;
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  r.code = run_trainer(static_cast<int>(argv.size()), argv.data(), stage, make);
+  r.out = ::testing::internal::GetCapturedStdout();
+  r.err = ::testing::internal::GetCapturedStderr();
+  return r;
+}
+
+/// Passes when both lists hold the same tensors, names, shapes and every bit of every value.
+inline ::testing::AssertionResult same_bits(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b) {
+  if (a.size() != b.size()) return ::testing::AssertionFailure() << a.size() << " tensors against " << b.size();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].name != b[i].name || a[i].tensor.shape != b[i].tensor.shape)
+      return ::testing::AssertionFailure() << "tensor " << i << ": " << a[i].name << " against " << b[i].name;
+    const auto& x = a[i].tensor.data;
+    const auto& y = b[i].tensor.data;
+    std::size_t differ = 0, first = 0;
+    for (std::size_t j = 0; j < x.size(); ++j)
+      if (std::memcmp(&x[j], &y[j], sizeof(float)) != 0 && differ++ == 0) first = j;
+    if (differ > 0)
+      return ::testing::AssertionFailure() << a[i].name << ": " << differ << " of " << x.size()
+                                           << " values differ, the first [" << first << "] " << x[first]
+                                           << " against " << y[first];
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace course::trainer_run

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Stage 09 on a GPU machine, in one call: find NCCL, configure, build what stage
+# 09 needs, run its tests (with one GPU the world-of-one ones; those that need two
+# skip and say so), train with --gpus 1 alone and through the launcher, time the
+# all-reduce of every model's gradient, and print a summary. Every step is timed
+# and bounded: about 5 to 6 minutes on an H100 machine with 16 cores, and
+# then, if time is left, the proof that every exercise hole of the stage fails its tests.
+#
+#   OUT=/some/folder tools/gpu/stage09.sh        (run from anywhere; it works in the repository root)
+#
+# NCCL: a system NCCL (nccl.h and libnccl.so where CMake looks) is used when
+# there is one; else PyTorch's wheel's libnccl.so.2 (python3 -c 'import
+# nvidia.nccl'), with the wheel's nccl.h or, when the wheel has none, the one
+# in .carry/include (copy it there from a machine with NCCL:
+# cp /usr/local/cuda/include/nccl.h .carry/include/). The trainer prints both
+# versions (header and library) and refuses a library older than 2.14.
+#
+# Needs besides: CLI11 and nlohmann-json in .carry/include; GoogleTest (the
+# system, or .carry/prefix: tools/gpu/carry_test_libs.sh); Fashion-MNIST in
+# data/fashion-mnist (otherwise the trainer says so and uses the synthetic set).
+#
+# NVLink multicast stays off (NCCL_NVLS_ENABLE=0): exported here, and set by
+# the trainer and its launcher for every rank (solutions/09_multi_gpu/communicator.hpp says why).
+#
+# What comes back under $OUT:
+#   stage09.log        everything, step by step, the summary at its end
+#   allreduce.csv      the all-reduce sweep's figures (s09_allreduce_sweep)
+#   results.tar.gz     the trainer's JSON files, the test report, the scaling table and chart
+#
+# When it passes, the summary's steps all say "ok", the test line reads
+# "[  PASSED  ] N tests" with the 2-GPU tests listed as skipped ("needs 2 GPUs,
+# and CUDA shows 1 here"), the epoch lines of s09 --gpus 1 sit beside stage
+# 06's, the sweep ends "every result the mean of the ranks' inputs: yes", and
+# the proof says "5 task(s) proven: 9.1 9.2 9.3 9.4 9.5".
+set -u -o pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$PWD/out-stage09}
+mkdir -p "$OUT"
+WORK=$(mktemp -d)
+LOG="$OUT/stage09.log"
+BUILD=build/gpu
+BIN=$BUILD/bin
+DEADLINE=${STAGE09_DEADLINE:-520}  # seconds: under the device call's 10 minutes, with room for the summary
+SUMMARY=()
+: >"$LOG"
+export NCCL_NVLS_ENABLE=0
+
+STEP_WIDTH=34
+. tools/gpu/steps.sh
+
+say "stage 09 on $(hostname) at $(date -u +%FT%TZ)"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee -a "$LOG"
+nvidia-smi topo -m 2>&1 | tee -a "$LOG"
+say "nvcc: $(nvcc --version 2>&1 | tail -n 2 | head -n 1)"
+say "cmake: $(cmake --version | head -n 1)"
+
+# ---- NCCL: the system's library, else PyTorch's wheel's; the header next to it, else .carry/include's
+first_file() { for f in "$@"; do [ -f "$f" ] && { echo "$f"; return; }; done; }
+WHEEL=$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)
+NCCL_LIB=$(first_file /usr/lib/x86_64-linux-gnu/libnccl.so /usr/lib/x86_64-linux-gnu/libnccl.so.2 \
+  /usr/local/cuda/lib64/libnccl.so /usr/local/cuda/lib64/libnccl.so.2 /usr/local/cuda/lib/libnccl.so \
+  ${WHEEL:+"$WHEEL/lib/libnccl.so.2"})
+NCCL_HEADER=$(first_file /usr/include/nccl.h /usr/local/cuda/include/nccl.h ${WHEEL:+"$WHEEL/include/nccl.h"} \
+  "$PWD/.carry/include/nccl.h")
+NCCL_ARGS=()
+if [ -n "$NCCL_LIB" ] && [ -n "$NCCL_HEADER" ]; then
+  NCCL_ARGS=(-DNCCL_LIBRARY="$NCCL_LIB" -DNCCL_INCLUDE_DIR="$(dirname "$NCCL_HEADER")")
+  say "NCCL: library $NCCL_LIB, header $NCCL_HEADER ($(grep -hE '^#define NCCL_(MAJOR|MINOR|PATCH) ' "$NCCL_HEADER" | awk '{print $3}' | paste -sd.))"
+else
+  say "NCCL: library '${NCCL_LIB:-none found}', header '${NCCL_HEADER:-none found}' (python3's nvidia.nccl: '${WHEEL:-none}');" \
+      "copy nccl.h into .carry/include if only the header is missing: stage 09 is skipped otherwise"
+fi
+
+GENERATOR=()
+command -v ninja >/dev/null && GENERATOR=(-G Ninja)
+DATA_ARGS=()
+[ -d data/fashion-mnist ] && DATA_ARGS=(--data-dir data/fashion-mnist)
+
+# Warnings are errors on the development machine; another compiler here must not stop the measurements.
+step configure 120 cmake -S . -B "$BUILD" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=Release -DCOURSE_WERROR=OFF \
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$PWD/.carry/prefix" -DCOURSE_BUILD_BENCHMARKS=OFF \
+  "${NCCL_ARGS[@]}"
+grep -E "\[course\] (NCCL|stage 09)" "$LOG" | tail -n 2
+step build 240 cmake --build "$BUILD" -j16 --target s09_train_solution s09_tests_solution s09_allreduce_sweep \
+  s06_train_solution
+
+# ---- the tests: with one GPU, the world-of-one tests; the 2-GPU ones skip with the reason
+step tests 200 "$BIN/s09_tests_solution" --gtest_color=no --gtest_output="json:$WORK/tests.json"
+
+# ---- the trainer, Fashion-MNIST: stage 06 and stage 09 with one GPU side by side (two
+# epochs; the first also captures the graph), the launcher path, every model at batch
+# 64 (the 1-GPU point of the weak-scaling table) and 256 (of the strong-scaling table),
+# and --profile runs with each all-reduce schedule (the all-reduce's rows per step).
+WIDE="conv64k3p1,relu,pool2,conv128k3p1,relu,pool2,conv128k3p1,relu,pool2,flatten,fc128,relu,fc10"
+train() {  # train NAME BINARY ARGS...
+  local name=$1 exe=$2
+  shift 2
+  step "train $name" 60 "$exe" "$@" "${DATA_ARGS[@]}" --no-progress --json "$WORK/train_$name.json"
+}
+train s06_cnn_b64 "$BIN/s06_train_solution" --model cnn --epochs 2
+train s09_cnn_b64 "$BIN/s09_train_solution" --model cnn --epochs 2
+train s09_cnn_b64_spawn "$BIN/s09_train_solution" --model cnn --epochs 2 --gpus 1 --spawn
+train s09_cnn_b64_flat "$BIN/s09_train_solution" --model cnn --epochs 2 --allreduce flat
+train s09_cnn-deep_b64 "$BIN/s09_train_solution" --model cnn-deep --epochs 2
+train s09_wide_b64 "$BIN/s09_train_solution" --arch "$WIDE" --epochs 2
+train s09_mlp_b64 "$BIN/s09_train_solution" --model mlp --epochs 2
+train s09_cnn_b256 "$BIN/s09_train_solution" --model cnn --epochs 2 --batch 256
+train s09_cnn-deep_b256 "$BIN/s09_train_solution" --model cnn-deep --epochs 2 --batch 256
+train s09_wide_b256 "$BIN/s09_train_solution" --arch "$WIDE" --epochs 2 --batch 256
+for model in cnn cnn-deep wide; do
+  margs=(--model "$model")
+  [ "$model" = wide ] && margs=(--arch "$WIDE")
+  train "s09_${model}_profile_buckets" "$BIN/s09_train_solution" "${margs[@]}" --epochs 1 --profile --allreduce buckets
+  train "s09_${model}_profile_flat" "$BIN/s09_train_solution" "${margs[@]}" --epochs 1 --profile --allreduce flat
+done
+
+# ---- one all-reduce of each model's gradient (and 4 KiB ... 64 MiB) on every GPU here
+step "all-reduce sweep" 60 "$BIN/s09_allreduce_sweep" --csv "$OUT/allreduce.csv"
+
+# ---- last, if time is left: every hole of Tasks 9.2, 9.4 and 9.5 fails its tests (9.1 and 9.3 are proven in CI)
+step "build exercises" 150 cmake --build "$BUILD" -j16 --target s09_tests_exercise
+step "prove exercises" 90 python3 tools/prove_exercises.py --build-dir "$BUILD" --stage 09_multi_gpu
+
+# ---- summary
+say ""
+say "================ summary (${SECONDS}s) ================"
+for line in "${SUMMARY[@]}"; do say "$line"; done
+say ""
+grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? ran|FAILED TEST|needs 2 GPUs" "$LOG" | sort | uniq -c | sort -rn | head -n 20 | tee -a "$LOG"
+say ""
+python3 - "$WORK" <<'PY' 2>&1 | tee -a "$LOG"
+import glob, json, os, sys
+work = sys.argv[1]
+print(f"{'run':28s} {'device':38s} {'epoch':>5s} {'s/epoch':>8s} {'img/s':>9s} {'test acc':>8s}  all-reduce")
+for path in sorted(glob.glob(os.path.join(work, "train_*.json"))):
+    r = json.load(open(path))
+    name = os.path.basename(path)[6:-5]
+    s = r.get("stage_results") or {}
+    how = f"{s.get('allreduce')}, {len(s.get('buckets', []))} bucket(s), {s.get('gradient_bytes', 0) / 1024:.0f} KiB, " \
+          f"{s.get('nccl_library')}" if s else ""
+    for e in r.get("epochs", []):
+        print(f"{name:28s} {r.get('device', '?')[:38]:38s} {e['epoch']:5d} {e.get('seconds', 0):8.3f} "
+              f"{e.get('images_per_second', 0):9.0f} {100 * e.get('test_accuracy', 0):7.2f}%  {how}")
+    prof = r.get("profile")
+    if prof and prof.get("layers") and r.get("epochs"):
+        # --profile waits for each step's events: the epoch's seconds over its steps is a profiled step.
+        step_us = r["epochs"][-1].get("seconds", 0) / max(prof.get("batches", 1), 1) * 1e6
+        for l in prof["layers"]:
+            if l["layer"].startswith(("all-reduce", "wait for")):
+                print(f"    {l['layer']:44s} {l['backward_ms_per_batch'] * 1000:8.1f} us per step "
+                      f"(a profiled step: {step_us:.0f} us)")
+PY
+say ""
+# The scaling table from the same JSON (with one GPU, only its 1-GPU points: tools/scaling_chart.py).
+python3 tools/scaling_chart.py "$WORK"/train_s09_*_b64.json "$WORK"/train_s09_*_b256.json \
+  --svg "$WORK/scaling.svg" --csv "$WORK/scaling.csv" 2>&1 | tee -a "$LOG"
+say ""
+grep -A 40 "^all-reduce sweep:" "$LOG" | grep -E "^(all-reduce sweep|fit|gradient|mlp|cnn|wide|[0-9]+ KiB|every)" | head -n 20
+tar -czf "$OUT/results.tar.gz" -C "$WORK" . 2>>"$LOG"
+rm -rf "$WORK"
+say "logs in $OUT"
