@@ -12,7 +12,7 @@ namespace course {
 
 namespace {
 
-// "stage 08 cannot run layer 3 'pool2' of conv8k3p1,pool2,...: <why> (stages 05 and 06 run any spec)"
+// "stage 08 cannot fuse layer 3 'pool2' of conv8k3p1,pool2,...: <why> (stages 05 and 06 run any spec)"
 [[noreturn]] void refuse(const Arch& arch, std::size_t i, const std::string& why) {
   throw std::invalid_argument("stage 08 cannot fuse layer " + std::to_string(i + 1) + " '" +
                               arch.layers[i].token() + "' of " + arch.spec() + ": " + why +
