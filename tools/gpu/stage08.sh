@@ -4,7 +4,8 @@
 # the mlp at batch 64; 15 epochs of cnn for the accuracy target), the benchmark,
 # the per-kernel traces of a step of both stages, compute-sanitizer memcheck,
 # racecheck and synccheck on bounded subsets, and the exercise proof. Every step is
-# timed and bounded (tools/gpu/steps.sh); about 7 to 8 minutes on an H100 with 16 cores.
+# timed and bounded (tools/gpu/steps.sh), all of it by STAGE08_DEADLINE (470 s): a step
+# that would start after it is listed as skipped in the summary.
 #
 #   OUT=/some/folder tools/gpu/stage08.sh        (run from anywhere; it works in the repository root)
 #
@@ -17,9 +18,10 @@
 # What comes back under $OUT:
 #   stage08.log      everything, step by step, with the summary at its end
 #   bench.json       Google Benchmark's figures of one training step (BM_TrainStep_CNN, ... as stages 05 and 06)
+#   bench_s06.json   stage 06's BM_TrainStep_* on the same machine, in the same run
 #   results.tar.gz   the trainers' JSON files, the traces and their tables, the test report, the sanitizer logs
 set -u -o pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-$PWD/out-stage08}
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
@@ -30,6 +32,7 @@ DEADLINE=${STAGE08_DEADLINE:-470}  # seconds
 SUMMARY=()
 : >"$LOG"
 STEP_WIDTH=34
+# shellcheck source=tools/gpu/steps.sh
 . tools/gpu/steps.sh
 
 say "stage 08 on $(hostname) at $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
@@ -38,18 +41,33 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,
 say "nvcc: $(nvcc --version 2>&1 | tail -n 2 | head -n 1)"
 say "cpu: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 
+# A build folder that exists keeps its generator (CMake refuses another); a new one gets ninja if there.
 GENERATOR=()
-command -v ninja >/dev/null && GENERATOR=(-G Ninja)
+[ ! -f "$BUILD/CMakeCache.txt" ] && command -v ninja >/dev/null && GENERATOR=(-G Ninja)
 SANITIZER=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 DATA_ARGS=()
-[ -d data/fashion-mnist ] && DATA_ARGS=(--data-dir data/fashion-mnist)
+if [ -d data/fashion-mnist ]; then
+  DATA_ARGS=(--data-dir data/fashion-mnist)
+else
+  say "WARNING: no data/fashion-mnist: the trainers fall back to the synthetic set, and the accuracy figures mean nothing"
+fi
 PREFIX=$PWD/.carry/prefix
-[ -d "$PREFIX" ] && export LD_LIBRARY_PATH="$PREFIX/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+ARCH_LIB=lib/x86_64-linux-gnu
+CARRY_ARGS=()
+if [ -d "$PREFIX" ]; then
+  export LD_LIBRARY_PATH="$PREFIX/$ARCH_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  CARRY_ARGS=(-DCMAKE_PREFIX_PATH="$PREFIX" -DGTest_DIR="$PREFIX/$ARCH_LIB/cmake/GTest"
+              -Dbenchmark_DIR="$PREFIX/$ARCH_LIB/cmake/benchmark")
+fi
 
-# ---- build: the solution track first; the exercise track later, beside the sanitizers
+# ---- build: the solution track first; the exercise track later, beside the sanitizers.
+# Warnings are errors on the development machine; another compiler here must not stop the measurements.
+# Both tracks and the benchmarks are named: build/gpu may have been configured by another stage's script without them.
 step configure 90 cmake -S . -B "$BUILD" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=Release -DCOURSE_WERROR=OFF \
-  -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$PREFIX" -DCOURSE_TRACKS="solution;exercise"
-step build 240 cmake --build "$BUILD" -j16 --target s08_tests_solution s08_train_solution s08_bench s06_train_solution
+  -DCMAKE_CUDA_ARCHITECTURES=90 "${CARRY_ARGS[@]}" -DCOURSE_TRACKS="solution;exercise" -DCOURSE_BUILD_BENCHMARKS=ON
+grep -E "\[course\] .*(08_fused|06_cudnn|[Bb]enchmark)" "$LOG" | tail -n 4
+step build 240 cmake --build "$BUILD" -j16 --target s08_tests_solution s08_train_solution s08_bench \
+  s06_train_solution s06_bench
 
 # The kernel tracer (tools/gpu/kernel_trace.cpp): CUPTI, found as profile.sh finds it.
 CUPTI_SO=$(find /usr/local/cuda/ /usr/local/cuda-*/ /usr/lib -name libcupti.so 2>/dev/null | head -n 1)
@@ -82,8 +100,12 @@ train s08_mlp_persistent "$BIN/s08_train_solution" --model mlp --epochs 3 --pers
 train s08_cnn-deep_persistent "$BIN/s08_train_solution" --model cnn-deep --epochs 3 --persistent
 train s08_cnn_nograph "$BIN/s08_train_solution" --model cnn --epochs 2 --graph off
 train s08_cnn_profile "$BIN/s08_train_solution" --model cnn --epochs 1 --profile
-train s08_cnn_15 "$BIN/s08_train_solution" --model cnn --epochs 15
-step benchmarks 90 "$BIN/s08_bench" --benchmark_min_time=0.2 --benchmark_out="$OUT/bench.json" --benchmark_out_format=json
+# One training step, Google Benchmark, the same names in both stages (plain seconds for
+# --benchmark_min_time: the "0.2s" form needs Google Benchmark 1.8; Debian 12 carries 1.7).
+step "benchmarks s08" 60 "$BIN/s08_bench" --benchmark_min_time=0.2 --benchmark_out="$OUT/bench.json" \
+  --benchmark_out_format=json
+step "benchmarks s06 (TrainStep)" 45 "$BIN/s06_bench" --benchmark_filter='BM_TrainStep' --benchmark_min_time=0.2 \
+  --benchmark_out="$OUT/bench_s06.json" --benchmark_out_format=json
 
 # ---- the kernels of a step, traced during real runs (one epoch; steps 21 on)
 trace() {  # trace NAME MARKER BINARY ARGS...
@@ -103,30 +125,40 @@ trace s06_cnn-deep gather "$BIN/s06_train_solution" --model cnn-deep
 trace s08_mlp gather "$BIN/s08_train_solution" --model mlp
 trace s06_mlp gather "$BIN/s06_train_solution" --model mlp
 
-# ---- compute-sanitizer on bounded subsets (the exercise track builds meanwhile, on the CPU)
-( cmake --build "$BUILD" -j12 --target s08_tests_exercise >"$WORK/build_exercise.log" 2>&1
+# ---- from here on the exercise track builds in the background, on the CPU: the runs below
+# are for accuracy and the sanitizers' verdicts, not for their times
+# (bounded by the deadline, so that no build outlives the script)
+( timeout $((DEADLINE - SECONDS > 1 ? DEADLINE - SECONDS : 1)) cmake --build "$BUILD" -j12 --target s08_tests_exercise \
+    >"$WORK/build_exercise.log" 2>&1
   echo "exit $?" >>"$WORK/build_exercise.log" ) &
 EXERCISE_BUILD=$!
-MEMCHECK_FILTER='Task8_*:Stage08_Engine.TwentyCnnSteps*:Stage08_Engine.EveryLayerKind*:Stage08_Engine.RefusesWhatItCannotRun'
-MEMCHECK_FILTER+=':-*WithManyExamplesPerBlock:*AnySliceOfTheBatch*:*TheSameBitsEveryRun'
-step memcheck 120 "$SANITIZER" --tool memcheck --error-exitcode 99 --print-limit 50 --log-file "$WORK/memcheck.log" \
+
+# ---- the accuracy target: 15 epochs of cnn, the default recipe
+train s08_cnn_15 "$BIN/s08_train_solution" --model cnn --epochs 15
+
+# ---- compute-sanitizer on bounded subsets: every kernel on the small shapes and the
+# engine on every layer kind it fuses (the full shape grid under memcheck would not fit
+# the time; the plain test run above covers it). racecheck and synccheck, which slow a
+# kernel with shared memory by a hundred times and more, on the small shapes alone.
+MEMCHECK_FILTER='*OnSmallShapes*:Task8_1_ConvBlockForward.Ties*:Task8_3_ConvBlockInputGradient.RunsBeside*'
+MEMCHECK_FILTER+=':Task8_4_*:Task8_5_*:Task8_6_*:Task8_7_*:Task8_8_*'
+MEMCHECK_FILTER+=':Stage08_Engine.EveryLayerKind*:Stage08_Engine.RefusesWhatItCannotRun:-*TheSameBitsEveryRun'
+step memcheck 90 "$SANITIZER" --tool memcheck --error-exitcode 99 --print-limit 50 --log-file "$WORK/memcheck.log" \
   "$BIN/s08_tests_solution" --gtest_color=no --gtest_brief=1 --gtest_filter="$MEMCHECK_FILTER"
-# racecheck and synccheck: every kernel with shared memory or barriers, on the small shapes
-# (the shared-memory tools slow a kernel by a hundred times and more).
 RACE_FILTER='*OnSmallShapes*:Task8_4_DenseForward.MatchesStage01WithTheSumSplit:Task8_5_*:Task8_6_*:Task8_7_*'
 RACE_FILTER+=':Task8_8_PersistentStep.EachPhase*'
-step racecheck 100 "$SANITIZER" --tool racecheck --error-exitcode 99 --print-limit 50 --log-file "$WORK/racecheck.log" \
+step racecheck 75 "$SANITIZER" --tool racecheck --error-exitcode 99 --print-limit 50 --log-file "$WORK/racecheck.log" \
   "$BIN/s08_tests_solution" --gtest_color=no --gtest_brief=1 --gtest_filter="$RACE_FILTER"
-step synccheck 60 "$SANITIZER" --tool synccheck --error-exitcode 99 --print-limit 50 --log-file "$WORK/synccheck.log" \
+step synccheck 45 "$SANITIZER" --tool synccheck --error-exitcode 99 --print-limit 50 --log-file "$WORK/synccheck.log" \
   "$BIN/s08_tests_solution" --gtest_color=no --gtest_brief=1 --gtest_filter="$RACE_FILTER"
 for tool in memcheck racecheck synccheck; do
   [ -f "$WORK/$tool.log" ] && { say "--- $tool.log (last 6 lines)"; tail -n 6 "$WORK/$tool.log" | tee -a "$LOG"; }
 done
 
 # ---- the exercise proof: every Task 8.x test fails on the untouched holes, naming its task
-step "wait for the exercise build" 150 bash -c "while kill -0 $EXERCISE_BUILD 2>/dev/null; do sleep 2; done"
+step "wait for the exercise build" 120 bash -c "while kill -0 $EXERCISE_BUILD 2>/dev/null; do sleep 2; done"
 tail -n 3 "$WORK/build_exercise.log" | tee -a "$LOG"
-step "prove exercises" 90 python3 tools/prove_exercises.py --build-dir "$BUILD" --stage 08_fused
+step "prove exercises" 60 python3 tools/prove_exercises.py --build-dir "$BUILD" --stage 08_fused
 
 # ---- summary
 say ""
@@ -167,7 +199,8 @@ for model in ("cnn", "cnn-deep", "mlp"):
         print(f"  {model:9s} stage 06 {a:.3f} s, stage 08 {b:.3f} s: {a / b:.2f}x{ps}   target {targets[model]}")
 acc = last("s08_cnn_15", "test_accuracy")
 if acc is not None:
-    print(f"  cnn, 15 epochs of the default recipe on stage 08: test accuracy {100 * acc:.2f}% (target >= 91.5%)")
+    print(f"  cnn, 15 epochs of the default recipe on stage 08: test accuracy {100 * acc:.2f}% (target >= 91.5%;"
+          " its epochs ran beside the exercise build: their seconds are not figures)")
 for name in ("s08_cnn", "s08_cnn_persistent"):
     sr = (runs.get(name) or {}).get("stage_results") or {}
     st, lw = sr.get("step", {}), sr.get("layer_by_layer", {})
@@ -185,9 +218,7 @@ PY
 for f in "$WORK"/*.table.txt; do
   [ -f "$f" ] || continue
   name=$(basename "$f" .table.txt)
-  echo "" >>"$LOG"
-  echo "--- kernel trace $name" >>"$LOG"
-  cat "$f" >>"$LOG"
+  { echo ""; echo "--- kernel trace $name"; cat "$f"; } >>"$LOG"
   case $name in
     s08_cnn | s06_cnn | s08_cnn_persistent) echo; echo "--- kernel trace $name"; cat "$f" ;;
   esac
