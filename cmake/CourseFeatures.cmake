@@ -152,7 +152,7 @@ if(COURSE_HAVE_CUDA)
   endif()
 endif()
 if(NOT COURSE_HAVE_CUDNN)
-  course_feature("cuDNN" COURSE_HAVE_CUDNN "stages 06 (06_cudnn) and 09 (09_multi_gpu, on stage 06's engine) are not built")
+  course_feature("cuDNN" COURSE_HAVE_CUDNN "stages 06 (06_cudnn), 08 (08_fused, on stage 06's CUDA graph) and 09 (09_multi_gpu, on stage 06's engine) are not built")
 endif()
 
 # ---- NCCL (stage 09): under the toolkit, a Debian/Ubuntu package, or anywhere
