@@ -315,6 +315,23 @@ def evaluate(torch, F, net, images, labels, near_tie=1e-4):
     return loss, correct, preds, ties
 
 
+def evaluate_beside(torch, F, net, images, labels):
+    """evaluate() on a CUDA stream of its own (on the CPU, evaluate() itself). Measured on the H100
+    with PyTorch 2.11: evaluated on the stream the training graphs replay on, the test pass's
+    10,000-row GEMMs left the mlp's graphs (graph and compile configs) training wrong from the next
+    epoch on (loss 2.56 against eager's 0.364 in the second epoch); on a stream of its own every
+    epoch matches eager's loss to the printed digit. cuBLAS's workspace is kept per stream, which is
+    the likely cause (pytorch/pytorch#193402 reports one such sharing)."""
+    if images.device.type != "cuda":
+        return evaluate(torch, F, net, images, labels)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        result = evaluate(torch, F, net, images, labels)
+    torch.cuda.current_stream().wait_stream(side)
+    return result
+
+
 def confusion(labels, preds, classes):
     rows = [[0] * classes for _ in range(classes)]
     for t, p in zip(labels, preds):
@@ -401,7 +418,7 @@ def run_train(args, result):
         run_epoch()
         loss_sum, correct = sums[0].item(), sums[1].item()   # .item() waits for the epoch's last step
         seconds = time.perf_counter() - t0
-        test_loss, test_correct, _, _ = evaluate(torch, F, net, test_images, test_labels)
+        test_loss, test_correct, _, _ = evaluate_beside(torch, F, net, test_images, test_labels)
         result["epochs"].append({"epoch": e + 1, "loss": loss_sum / n, "train_accuracy": correct / n,
                                  "test_accuracy": test_correct / len(test), "test_loss": test_loss / len(test),
                                  "seconds": seconds, "images_per_second": n / seconds, "lr": rate})
