@@ -48,9 +48,20 @@ DeviceBuffer<T> to_device(const std::vector<T>& host) {
   return d;
 }
 
-/// A host copy of a device buffer; waits for the work queued before it.
+/// n elements of device memory with every byte 0xFF: NaN as floats, -1 as ints, 255 as bytes.
+/// An output element the code under test forgets to write keeps it and fails the comparison.
+template <typename T>
+DeviceBuffer<T> poisoned(std::size_t n) {
+  DeviceBuffer<T> d(n);
+  if (n) CUDA_CHECK(cudaMemset(d.get(), 0xFF, n * sizeof(T)));
+  return d;
+}
+
+/// A host copy of a device buffer. It waits for all GPU work first, on every stream, so that
+/// an error of an earlier launch throws here, in the test that caused it.
 template <typename T>
 std::vector<T> to_host(const DeviceBuffer<T>& d) {
+  CUDA_CHECK(cudaDeviceSynchronize());
   return d.size() ? d.download() : std::vector<T>();
 }
 

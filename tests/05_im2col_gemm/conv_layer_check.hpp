@@ -36,13 +36,13 @@ inline std::vector<int> weight_shape(const ConvGeometry& g) { return {g.C_out, g
 /// Task 5.3: y = conv(x, W) + b for every variant, against conv2d_forward<double>.
 inline void check_forward(int B, const ConvGeometry& g, double atol = kLayerAtol, double rtol = kLayerRtol) {
   const ConvInputs in(B, g, 31);
-  const DeviceBuffer<float> x = on_device(in.x), W = on_device(in.W), b = on_device(in.b);
+  const DeviceBuffer<float> x = to_device(in.x), W = to_device(in.W), b = to_device(in.b);
   std::vector<double> want;
   for (const ConvVariant& v : conv_variants()) {
     ConvRig rig(v, B, g);
     DeviceBuffer<float> y = poisoned<float>(static_cast<std::size_t>(B) * g.out_size());
     conv_forward_gpu(rig.ctx, x.get(), W.get(), b.get(), y.get(), B, g);
-    const std::vector<float> got = download(y);
+    const std::vector<float> got = to_host(y);
     if (want.empty()) {
       want.resize(got.size());
       conv2d_forward(to_double(in.x).data(), to_double(in.W).data(), to_double(in.b).data(), want.data(), B, g);
@@ -55,13 +55,13 @@ inline void check_forward(int B, const ConvGeometry& g, double atol = kLayerAtol
 /// Task 5.4: dx = conv input gradient for every variant, against conv2d_backward_input<double>.
 inline void check_input_gradient(int B, const ConvGeometry& g, double atol = kLayerAtol, double rtol = kLayerRtol) {
   const ConvInputs in(B, g, 41);
-  const DeviceBuffer<float> dy = on_device(in.dy), W = on_device(in.W);
+  const DeviceBuffer<float> dy = to_device(in.dy), W = to_device(in.W);
   std::vector<double> want;
   for (const ConvVariant& v : conv_variants()) {
     ConvRig rig(v, B, g);
     DeviceBuffer<float> dx = poisoned<float>(static_cast<std::size_t>(B) * g.in_size());
     conv_backward_input_gpu(rig.ctx, dy.get(), W.get(), dx.get(), B, g);
-    const std::vector<float> got = download(dx);
+    const std::vector<float> got = to_host(dx);
     if (want.empty()) {
       want.resize(got.size());
       conv2d_backward_input(to_double(in.dy).data(), to_double(in.W).data(), want.data(), B, g);
@@ -76,13 +76,13 @@ inline void check_input_gradient(int B, const ConvGeometry& g, double atol = kLa
 inline void check_weight_gradient(int B, const ConvGeometry& g, double atol = kLayerAtol, double rtol = kLayerRtol,
                                   int split_k = kDefaultSplitK) {
   const ConvInputs in(B, g, 51);
-  const DeviceBuffer<float> x = on_device(in.x), dy = on_device(in.dy);
+  const DeviceBuffer<float> x = to_device(in.x), dy = to_device(in.dy);
   std::vector<double> want, want_db(static_cast<std::size_t>(g.C_out));
   for (const ConvVariant& v : conv_variants()) {
     ConvRig rig(v, B, g, split_k);
     DeviceBuffer<float> dW = poisoned<float>(static_cast<std::size_t>(g.weight_size()));
     conv_backward_weight_gpu(rig.ctx, x.get(), dy.get(), dW.get(), B, g);
-    const std::vector<float> got = download(dW);
+    const std::vector<float> got = to_host(dW);
     if (want.empty()) {
       want.resize(got.size());
       conv2d_backward_weight(to_double(in.x).data(), to_double(in.dy).data(), want.data(), want_db.data(), B, g);
@@ -96,10 +96,10 @@ inline void check_weight_gradient(int B, const ConvGeometry& g, double atol = kL
 /// Task 5.6: db, against the db of conv2d_backward_weight<double>.
 inline void check_bias_gradient(int B, const ConvGeometry& g, double atol = kLayerAtol, double rtol = kLayerRtol) {
   const ConvInputs in(B, g, 61);
-  const DeviceBuffer<float> dy = on_device(in.dy);
+  const DeviceBuffer<float> dy = to_device(in.dy);
   DeviceBuffer<float> db = poisoned<float>(static_cast<std::size_t>(g.C_out));
   conv_backward_bias_gpu(dy.get(), db.get(), B, g);
-  const std::vector<float> got = download(db);
+  const std::vector<float> got = to_host(db);
   std::vector<double> want_dW(static_cast<std::size_t>(g.weight_size())), want(got.size());
   conv2d_backward_weight(to_double(in.x).data(), to_double(in.dy).data(), want_dW.data(), want.data(), B, g);
   EXPECT_TRUE(close("db for batch " + std::to_string(B) + ", " + g.str(), got, want, {g.C_out}, atol, rtol));

@@ -1,7 +1,6 @@
-// Helpers shared by the stage 05 tests: device buffers filled from the host or
-// poisoned, the GEMM/unroll variants every conv test runs, a conv context with
-// its workspace, and a comparison that prints the tensor, the worst error and
-// where it is.
+// Helpers shared by the stage 05 tests, on top of stage 04's gpu_testkit.hpp: the
+// GEMM/unroll variants every conv test runs, a conv context with its workspace,
+// and a comparison that prints the tensor, the worst error and where it is.
 //
 // Tolerances are stated as |got - ref| <= atol + rtol * |ref| per element. The
 // references are stage 02's CPU functions run in double on the same (float)
@@ -20,19 +19,13 @@
 #include <string>
 #include <vector>
 
+#include "../04_cuda_matmul/gpu_testkit.hpp"
 #include "04_cuda_matmul/gemm.hpp"
 #include "05_im2col_gemm/conv_gpu.hpp"
 #include "05_im2col_gemm/split_k.hpp"
 #include "common/cuda_check.hpp"
 #include "common/rng.hpp"
 #include "common/tensor.hpp"
-
-/// Skips the test, printing why, on a machine without a usable GPU.
-#define SKIP_WITHOUT_GPU()                                        \
-  do {                                                            \
-    std::string why_;                                             \
-    if (!::course::gpu_available(&why_)) GTEST_SKIP() << why_;    \
-  } while (0)
 
 namespace course::s05test {
 
@@ -50,29 +43,11 @@ inline std::vector<float> random_floats(std::size_t n, std::uint64_t seed, doubl
 
 inline std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
-/// A device copy of `host`.
-template <typename T>
-DeviceBuffer<T> on_device(const std::vector<T>& host) {
-  DeviceBuffer<T> d;
-  d.upload(host);
-  return d;
-}
-
-/// n elements of device memory with every byte 0xFF: NaN as floats, -1 as ints.
-/// An output element the code under test forgets to write stays NaN (or -1) and fails the comparison.
-template <typename T>
-DeviceBuffer<T> poisoned(std::size_t n) {
-  DeviceBuffer<T> d(n);
-  if (n) CUDA_CHECK(cudaMemset(d.get(), 0xFF, n * sizeof(T)));
-  return d;
-}
-
-/// Waits for the GPU and copies `d` to the host (an error of an earlier launch throws here).
-template <typename T>
-std::vector<T> download(const DeviceBuffer<T>& d) {
-  CUDA_CHECK(cudaDeviceSynchronize());
-  return d.download();
-}
+// Device copies, poisoned outputs and host copies: stage 04's test kit (to_host waits for
+// the GPU, so an error of an earlier launch throws in the test that caused it).
+using gputest::poisoned;
+using gputest::to_device;
+using gputest::to_host;
 
 /// "[1, 2, 0, 3]" for flat index i of a tensor of `shape`.
 inline std::string index_string(std::size_t i, const std::vector<int>& shape) {

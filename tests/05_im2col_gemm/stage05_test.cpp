@@ -213,10 +213,10 @@ TEST(Stage05_SplitK, MatchesOneGemmForAnySplit) {
   for (const Shape s : {Shape{16, 9, 5000}, Shape{32, 144, 1030}, Shape{3, 5, 7}, Shape{70, 65, 2049}}) {
     const std::vector<float> A = random_floats(static_cast<std::size_t>(s.K) * s.M, 101);
     const std::vector<float> B = random_floats(static_cast<std::size_t>(s.K) * s.N, 102);
-    const DeviceBuffer<float> dA = on_device(A), dB = on_device(B);
+    const DeviceBuffer<float> dA = to_device(A), dB = to_device(B);
     DeviceBuffer<float> one = poisoned<float>(static_cast<std::size_t>(s.M) * s.N);
     gemm(kBestGemm, true, false, s.M, s.N, s.K, 1.f, dA.get(), dB.get(), 0.f, one.get());
-    const std::vector<float> want = download(one);
+    const std::vector<float> want = to_host(one);
     for (int chunks : {1, 2, 3, 7, 32, 200}) {
       DeviceBuffer<float> partials = poisoned<float>(static_cast<std::size_t>(chunks) * s.M * s.N);
       DeviceBuffer<float> C = poisoned<float>(want.size());
@@ -224,14 +224,14 @@ TEST(Stage05_SplitK, MatchesOneGemmForAnySplit) {
       split.run(kGemmTiled32, s.M, s.N, s.K, dA.get(), dB.get(), C.get(), chunks, partials.get());
       EXPECT_TRUE(close("C = A^T B with kernel 5, " + std::to_string(s.M) + " x " + std::to_string(s.N) + " x " +
                             std::to_string(s.K) + " in " + std::to_string(chunks) + " chunks",
-                        download(C), want, {s.M, s.N}, 1e-4 * std::sqrt(static_cast<double>(s.K)), 1e-4));
+                        to_host(C), want, {s.M, s.N}, 1e-4 * std::sqrt(static_cast<double>(s.K)), 1e-4));
       split.run(kBestGemm, s.M, s.N, s.K, dA.get(), dB.get(), C.get(), chunks, partials.get());
-      const std::vector<float> got = download(C);
+      const std::vector<float> got = to_host(C);
       EXPECT_TRUE(close("C = A^T B, " + std::to_string(s.M) + " x " + std::to_string(s.N) + " x " +
                             std::to_string(s.K) + " in " + std::to_string(chunks) + " chunks",
                         got, want, {s.M, s.N}, 1e-4 * std::sqrt(static_cast<double>(s.K)), 1e-4));
       split.run(kBestGemm, s.M, s.N, s.K, dA.get(), dB.get(), C.get(), chunks, partials.get());
-      EXPECT_EQ(download(C), got) << "split-K is not repeatable with " << chunks << " chunks";
+      EXPECT_EQ(to_host(C), got) << "split-K is not repeatable with " << chunks << " chunks";
     }
   }
   EXPECT_TRUE(contains(invalid_argument_message([&] {

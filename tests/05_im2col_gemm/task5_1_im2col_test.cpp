@@ -14,10 +14,10 @@ using namespace course::s05test;
 
 namespace {
 std::vector<float> im2col_on_gpu(const std::vector<float>& x, int B, const ConvGeometry& g) {
-  const DeviceBuffer<float> dx = on_device(x);
+  const DeviceBuffer<float> dx = to_device(x);
   DeviceBuffer<float> U = poisoned<float>(unrolled_floats(B, g));
   im2col_gpu(dx.get(), B, g, U.get());
-  return download(U);
+  return to_host(U);
 }
 
 std::vector<int> unrolled_shape(int B, const ConvGeometry& g) {

@@ -22,10 +22,10 @@ namespace {
 constexpr double kAtol = 1e-6, kRtol = 1e-5;
 
 std::vector<float> col2im_on_gpu(const std::vector<float>& dU, int B, const ConvGeometry& g) {
-  const DeviceBuffer<float> d = on_device(dU);
+  const DeviceBuffer<float> d = to_device(dU);
   DeviceBuffer<float> dx = poisoned<float>(static_cast<std::size_t>(B) * g.in_size());
   col2im_gpu(d.get(), B, g, dx.get());
-  return download(dx);
+  return to_host(dx);
 }
 
 std::vector<int> input_shape(int B, const ConvGeometry& g) { return {B, g.C_in, g.H, g.W}; }

@@ -20,12 +20,12 @@ struct PoolOut {
 };
 
 PoolOut pool_on_gpu(const std::vector<float>& x, const PoolCase& c) {
-  const DeviceBuffer<float> dx = on_device(x);
+  const DeviceBuffer<float> dx = to_device(x);
   const std::size_t n = static_cast<std::size_t>(c.B) * c.g.out_size();
   DeviceBuffer<float> y = poisoned<float>(n);
   DeviceBuffer<int> argmax = poisoned<int>(n);
   maxpool_forward_gpu(dx.get(), y.get(), argmax.get(), c.B, c.g);
-  return {download(y), download(argmax)};
+  return {to_host(y), to_host(argmax)};
 }
 
 void check_against_stage02(const std::vector<float>& x, const PoolCase& c, const std::string& what) {

@@ -21,11 +21,11 @@ void check_backward(const std::vector<float>& x, const PoolCase& c, const std::s
   std::vector<int> argmax;
   reference::maxpool_forward(to_double(x), c.B, c.g, &argmax);
   const std::vector<float> dy = random_floats(argmax.size(), 81);
-  const DeviceBuffer<float> d_dy = on_device(dy);
-  const DeviceBuffer<int> d_argmax = on_device(argmax);
+  const DeviceBuffer<float> d_dy = to_device(dy);
+  const DeviceBuffer<int> d_argmax = to_device(argmax);
   DeviceBuffer<float> dx = poisoned<float>(x.size());
   maxpool_backward_gpu(d_dy.get(), d_argmax.get(), dx.get(), c.B, c.g);
-  const std::vector<float> got = download(dx);
+  const std::vector<float> got = to_host(dx);
   std::vector<float> want(x.size());
   maxpool_backward(dy.data(), argmax.data(), want.data(), c.B, c.g);
   EXPECT_TRUE(close("dx, " + what + ", " + c.describe(), got, want, pool_input_shape(c), 0, 0));
@@ -53,9 +53,9 @@ TEST(Task5_8_MaxPoolBackward, ACellThatWinsSeveralWindowsGetsTheirSum) {
 TEST(Task5_8_MaxPoolBackward, HandExample) {
   SKIP_WITHOUT_GPU();
   const PoolGeometry g{1, 3, 3, 2, 1, 0};
-  const DeviceBuffer<float> dy = on_device(std::vector<float>{1, 2, 3, 4});
-  const DeviceBuffer<int> argmax = on_device(std::vector<int>{4, 4, 4, 4});
+  const DeviceBuffer<float> dy = to_device(std::vector<float>{1, 2, 3, 4});
+  const DeviceBuffer<int> argmax = to_device(std::vector<int>{4, 4, 4, 4});
   DeviceBuffer<float> dx = poisoned<float>(9);
   maxpool_backward_gpu(dy.get(), argmax.get(), dx.get(), 1, g);
-  EXPECT_TRUE(close("dx", download(dx), std::vector<float>{0, 0, 0, 0, 10, 0, 0, 0, 0}, {3, 3}, 0, 0));
+  EXPECT_TRUE(close("dx", to_host(dx), std::vector<float>{0, 0, 0, 0, 10, 0, 0, 0, 0}, {3, 3}, 0, 0));
 }

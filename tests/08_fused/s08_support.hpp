@@ -33,7 +33,9 @@
 namespace course::s08test {
 
 using gputest::kSumRtol;
+using gputest::poisoned;
 using gputest::sum_atol;
+using gputest::to_host;
 
 /// Blocks a kernel aims for in the tests: about an H100's 132 multiprocessors, twice.
 constexpr int kTargetBlocks = 264;
@@ -51,22 +53,6 @@ inline Activation activation_of(FusedAct a) {
 
 inline std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 inline std::vector<float> to_float(const std::vector<double>& v) { return {v.begin(), v.end()}; }
-
-/// A device buffer of n elements, every byte 0xFF: NaN as floats, 255 as bytes. An output
-/// the kernel forgets to write keeps it and fails the comparison.
-template <typename T>
-DeviceBuffer<T> poisoned(std::size_t n) {
-  DeviceBuffer<T> d(n);
-  if (n) CUDA_CHECK(cudaMemset(d.get(), 0xFF, n * sizeof(T)));
-  return d;
-}
-
-/// Waits for the GPU (an error of an earlier launch throws here) and copies d to the host.
-template <typename T>
-std::vector<T> download(const DeviceBuffer<T>& d) {
-  CUDA_CHECK(cudaDeviceSynchronize());
-  return d.size() ? d.download() : std::vector<T>();
-}
 
 /// The sum over s of partials[s][j], in double: what the update makes of `slices` partial sums.
 inline std::vector<float> sum_slices(const std::vector<float>& partials, int slices, std::size_t count) {

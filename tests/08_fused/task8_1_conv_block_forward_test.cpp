@@ -28,8 +28,8 @@ void check_forward(const ConvBlockCase& c, int target_blocks) {
   const ConvForwardArgs a =
       plan_conv_block_forward(s, c.B, x.get(), w.get(), b.get(), y.get(), argmax.get(), target_blocks);
   conv_block_forward_gpu(a);
-  const std::vector<float> got = download(y);
-  const std::vector<unsigned char> got_window = download(argmax);
+  const std::vector<float> got = to_host(y);
+  const std::vector<unsigned char> got_window = to_host(argmax);
 
   const ConvBlockReference ref(c, in, /*backward=*/false);
   const std::string context = c.describe() + ", " + std::to_string(a.blocks) + " blocks of " +
@@ -84,7 +84,7 @@ TEST(Task8_1_ConvBlockForward, TiesGoToTheFirstCellOfTheWindow) {
     DeviceBuffer<float> y = poisoned<float>(static_cast<std::size_t>(B) * 3 * 9);
     DeviceBuffer<unsigned char> argmax = poisoned<unsigned char>(y.size());
     conv_block_forward_gpu(plan_conv_block_forward(s, B, x.get(), w.get(), b.get(), y.get(), argmax.get(), kTargetBlocks));
-    for (float v : download(y)) EXPECT_EQ(v, 0.f) << "bias " << bias;
-    for (unsigned char o : download(argmax)) EXPECT_EQ(int(o), 0) << "bias " << bias << ": the first cell wins a tie";
+    for (float v : to_host(y)) EXPECT_EQ(v, 0.f) << "bias " << bias;
+    for (unsigned char o : to_host(argmax)) EXPECT_EQ(int(o), 0) << "bias " << bias << ": the first cell wins a tie";
   }
 }

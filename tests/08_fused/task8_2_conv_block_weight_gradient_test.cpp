@@ -42,8 +42,8 @@ void check_weight_gradient(const ConvBlockCase& c, int target_blocks, int wg_ima
   y.upload(to_float(ref.y).data(), outputs);
   argmax.upload(ref.window.data(), outputs);
   conv_block_backward_gpu(a);
-  const std::vector<float> got_dw = sum_slices(download(dw), a.wg_slices, weights);
-  const std::vector<float> got_db = sum_slices(download(db), a.wg_slices, static_cast<std::size_t>(s.F));
+  const std::vector<float> got_dw = sum_slices(to_host(dw), a.wg_slices, weights);
+  const std::vector<float> got_db = sum_slices(to_host(db), a.wg_slices, static_cast<std::size_t>(s.F));
   const std::string context = c.describe() + ", " + std::to_string(a.wg_slices) + " slices of " +
                               std::to_string(a.wg_images) + " examples, " + std::to_string(a.weight_blocks) + " blocks";
   const double atol = sum_atol(c.B * s.Hq * s.Wq);

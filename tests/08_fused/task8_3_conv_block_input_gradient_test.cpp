@@ -34,7 +34,7 @@ void check_input_gradient(const ConvBlockCase& c, int target_blocks) {
   conv_block_backward_gpu(a);
   const std::string context = c.describe() + ", " + std::to_string(a.input_blocks) + " blocks of " +
                               std::to_string(a.ig_images) + " examples";
-  EXPECT_TRUE(close("dx (" + context + ")", download(dx), ref.dx, {c.B, s.C, s.H, s.W}, sum_atol(s.F * s.K * s.K)));
+  EXPECT_TRUE(close("dx (" + context + ")", to_host(dx), ref.dx, {c.B, s.C, s.H, s.W}, sum_atol(s.F * s.K * s.K)));
 }
 
 }  // namespace
@@ -75,7 +75,7 @@ TEST(Task8_3_ConvBlockInputGradient, RunsBesideTheWeightGradientInOneLaunch) {
   ASSERT_GT(a.weight_blocks, 0);
   ASSERT_GT(a.input_blocks, 0);
   conv_block_backward_gpu(a);
-  EXPECT_TRUE(close("dx", download(dx), ref.dx, {c.B, s.C, s.H, s.W}, sum_atol(s.F * s.K * s.K)));
-  EXPECT_TRUE(close("dW", sum_slices(download(dw), a.wg_slices, weights), ref.dw, {s.F, s.C, s.K, s.K},
+  EXPECT_TRUE(close("dx", to_host(dx), ref.dx, {c.B, s.C, s.H, s.W}, sum_atol(s.F * s.K * s.K)));
+  EXPECT_TRUE(close("dW", sum_slices(to_host(dw), a.wg_slices, weights), ref.dw, {s.F, s.C, s.K, s.K},
                     sum_atol(c.B * s.Hq * s.Wq)));
 }

@@ -62,8 +62,8 @@ void check_dense_forward(const DenseCase& c, int max_slices, int repeat = 1) {
     dense_forward_gpu(a);
     const std::string context = c.describe() + ", the sum in " + std::to_string(a.k_slices) + " slices of " +
                                 std::to_string(a.k_len) + ", launch " + std::to_string(r + 1);
-    EXPECT_TRUE(close("y (" + context + ")", download(y), want, {c.B, c.OUT}, sum_atol(c.IN + 1)));
-    for (unsigned int t : download(counters)) EXPECT_EQ(t, 0u) << context << ": a tile's ticket counter was not put back to 0";
+    EXPECT_TRUE(close("y (" + context + ")", to_host(y), want, {c.B, c.OUT}, sum_atol(c.IN + 1)));
+    for (unsigned int t : to_host(counters)) EXPECT_EQ(t, 0u) << context << ": a tile's ticket counter was not put back to 0";
   }
 }
 
@@ -92,9 +92,9 @@ TEST(Task8_4_DenseForward, TheSplitSumGivesTheSameBitsEveryRun) {
                                                 partials.get(), counters.get(), kTargetBlocks, 64);
   ASSERT_GT(a.k_slices, 1) << "the test needs a split sum";
   dense_forward_gpu(a);
-  const std::vector<float> first = download(y);
+  const std::vector<float> first = to_host(y);
   for (int r = 0; r < 10; ++r) {
     dense_forward_gpu(a);
-    EXPECT_EQ(download(y), first) << "launch " << r + 2 << " gave other bits";
+    EXPECT_EQ(to_host(y), first) << "launch " << r + 2 << " gave other bits";
   }
 }

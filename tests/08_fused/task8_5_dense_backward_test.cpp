@@ -57,12 +57,12 @@ void check_dense_backward(const DenseCase& c) {
 
   gy.upload(to_float(y).data(), y.size());
   dense_backward_gpu(a);
-  EXPECT_TRUE(close("dW (" + context + ")", sum_slices(download(gdw), a.slices, hw.size()), dw, {c.OUT, c.IN},
+  EXPECT_TRUE(close("dW (" + context + ")", sum_slices(to_host(gdw), a.slices, hw.size()), dw, {c.OUT, c.IN},
                     sum_atol(c.B)));
-  EXPECT_TRUE(close("db (" + context + ")", sum_slices(download(gdb), a.slices, hb.size()), db, {c.OUT},
+  EXPECT_TRUE(close("db (" + context + ")", sum_slices(to_host(gdb), a.slices, hb.size()), db, {c.OUT},
                     sum_atol(c.B)));
   if (c.dx) {
-    EXPECT_TRUE(close("dx (" + context + ")", download(gdx), dx, {c.B, c.IN}, sum_atol(c.OUT)));
+    EXPECT_TRUE(close("dx (" + context + ")", to_host(gdx), dx, {c.B, c.IN}, sum_atol(c.OUT)));
   }
 }
 

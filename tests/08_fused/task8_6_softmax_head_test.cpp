@@ -73,21 +73,21 @@ void check_head(const HeadCase& c, bool train) {
     near_ties += near_tie[static_cast<std::size_t>(n)];
   }
 
-  const double got_loss = download(loss_sum)[0];
+  const double got_loss = to_host(loss_sum)[0];
   EXPECT_NEAR(got_loss, mean_loss * c.B, 1e-5 * c.B + 1e-5 * std::fabs(mean_loss * c.B)) << context << ": summed loss";
-  const std::vector<int> got_predicted = download(gpredicted);
+  const std::vector<int> got_predicted = to_host(gpredicted);
   int differ = 0;
   for (int n = 0; n < c.B; ++n)
     differ += !near_tie[static_cast<std::size_t>(n)] &&
               got_predicted[static_cast<std::size_t>(n)] != predicted[static_cast<std::size_t>(n)];
   EXPECT_EQ(differ, 0) << context << ": predictions (the first arg-max of the logits) away from near-ties";
-  EXPECT_LE(std::labs(static_cast<long>(download(gcorrect)[0]) - correct), near_ties) << context << ": correct count";
+  EXPECT_LE(std::labs(static_cast<long>(to_host(gcorrect)[0]) - correct), near_ties) << context << ": correct count";
   if (!train) return;
-  EXPECT_TRUE(close("dW (" + context + ")", sum_slices(download(gdw), a.blocks, hw.size()), dw, {c.K, c.IN},
+  EXPECT_TRUE(close("dW (" + context + ")", sum_slices(to_host(gdw), a.blocks, hw.size()), dw, {c.K, c.IN},
                     sum_atol(c.B)));
-  EXPECT_TRUE(close("db (" + context + ")", sum_slices(download(gdb), a.blocks, hb.size()), db, {c.K}, sum_atol(c.B)));
+  EXPECT_TRUE(close("db (" + context + ")", sum_slices(to_host(gdb), a.blocks, hb.size()), db, {c.K}, sum_atol(c.B)));
   if (c.dx) {
-    EXPECT_TRUE(close("dx (" + context + ")", download(gdx), dx, {c.B, c.IN}, sum_atol(c.K)));
+    EXPECT_TRUE(close("dx (" + context + ")", to_host(gdx), dx, {c.B, c.IN}, sum_atol(c.K)));
   }
 }
 

@@ -62,9 +62,9 @@ TEST(Task8_7_MultiTensorSgd, UpdatesEveryTensorFromItsSlicesLikeStage01) {
                momentum);
   }
   // Float against float in the same order: only the GPU's fused multiply-adds differ, in the last bit or two.
-  EXPECT_TRUE(gputest::close_enough("velocity", download(v), want_v, {static_cast<int>(total)}, 1e-6, 1e-6, 1.0));
-  EXPECT_TRUE(gputest::close_enough("weights", download(w), want_w, {static_cast<int>(total)}, 1e-6, 1e-6, 1.0));
-  EXPECT_EQ(download(step)[0], 42) << "the update advances the step counter by one";
+  EXPECT_TRUE(gputest::close_enough("velocity", to_host(v), want_v, {static_cast<int>(total)}, 1e-6, 1e-6, 1.0));
+  EXPECT_TRUE(gputest::close_enough("weights", to_host(w), want_w, {static_cast<int>(total)}, 1e-6, 1e-6, 1.0));
+  EXPECT_EQ(to_host(step)[0], 42) << "the update advances the step counter by one";
 }
 
 // The learning rate is read from device memory when the kernel runs: a new value
@@ -77,8 +77,8 @@ TEST(Task8_7_MultiTensorSgd, ReadsTheLearningRateFromDeviceMemory) {
   DeviceBuffer<float> hyper = gputest::to_device(std::vector<float>{0.5f, 0.f});
   const SgdArgs a = plan_sgd_multi_tensor(w.get(), v.get(), tensors.get(), 1, 10, hyper.get(), nullptr);
   sgd_multi_tensor_gpu(a);
-  for (float x : download(w)) EXPECT_FLOAT_EQ(x, 0.5f);
+  for (float x : to_host(w)) EXPECT_FLOAT_EQ(x, 0.5f);
   hyper.upload(std::vector<float>{0.25f, 0.f});
   sgd_multi_tensor_gpu(a);
-  for (float x : download(w)) EXPECT_FLOAT_EQ(x, 0.25f) << "the second update used the new rate";
+  for (float x : to_host(w)) EXPECT_FLOAT_EQ(x, 0.25f) << "the second update used the new rate";
 }

@@ -49,8 +49,8 @@ TEST(Task8_8_PersistentStep, EachPhaseSeesEverythingThePhaseBeforeWrote) {
   const DeviceBuffer<FusedPhase> d_phases = gputest::to_device(phases);
   persistent_step_gpu(d_phases.get(), 2, 3, 0);
 
-  const std::vector<float> got_w = download(w), got_x = download(x);
-  const std::vector<int> got_y = download(y);
+  const std::vector<float> got_w = to_host(w), got_x = to_host(x);
+  const std::vector<int> got_y = to_host(y);
   for (int r = 0; r < kBatch; ++r) {
     const int e = order[static_cast<std::size_t>(2 * kBatch + r)];
     EXPECT_EQ(got_y[static_cast<std::size_t>(r)], e) << "label of row " << r;
@@ -61,7 +61,7 @@ TEST(Task8_8_PersistentStep, EachPhaseSeesEverythingThePhaseBeforeWrote) {
     }
     EXPECT_EQ(wrong, 0) << "row " << r << " (example " << e << "): values gathered or updated wrongly (w = -lr x)";
   }
-  EXPECT_EQ(download(step)[0], 3) << "the update advances the step counter once";
+  EXPECT_EQ(to_host(step)[0], 3) << "the update advances the step counter once";
 }
 
 // The whole step in one persistent kernel against the CUDA graph: the same device

@@ -12,15 +12,14 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <nccl.h>
 
+#include "trainer_process.hpp"
 #include "09_multi_gpu/communicator.hpp"
 #include "common/cuda_check.hpp"
 #include "common/model_file.hpp"
@@ -99,26 +98,12 @@ inline std::vector<float> random_values(std::size_t n, std::uint64_t seed) {
   return v;
 }
 
-/// A fresh, empty folder named after the running test.
-inline fs::path fresh_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir = fs::temp_directory_path() / ("course_s09_" + std::string(info->test_suite_name()) + "_" + info->name());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-inline std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+/// A fresh, empty folder named after the running test (and its binary: both tracks hold tests of one name).
+inline fs::path fresh_dir() { return trainer_process::fresh_dir("course_s09"); }
+using trainer_process::slurp;
 
 /// The stage 09 trainer of this test binary's track, built beside it.
-inline fs::path trainer() {
-  const fs::path self = fs::read_symlink("/proc/self/exe");
-  const std::string track = self.filename().string().find("exercise") != std::string::npos ? "exercise" : "solution";
-  return self.parent_path() / ("s09_train_" + track);
-}
+inline fs::path trainer() { return trainer_process::bin_dir() / ("s09_train_" + trainer_process::track()); }
 
 /// What a finished process left.
 struct Finished {
