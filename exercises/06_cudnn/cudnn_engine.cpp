@@ -124,7 +124,7 @@ CudnnEngine::CudnnEngine(const EngineConfig& cfg, bool use_graph, const std::vec
   delta_buf_[L].resize(batch * static_cast<std::size_t>(cfg_.classes));
   log_probs_.resize(batch * static_cast<std::size_t>(cfg_.classes));
   batch_labels_.resize(batch);
-  step_.resize(1);
+  epoch_.allocate();
   for (DeviceSums* sums : {&sums_, &eval_sums_, &scratch_sums_}) sums->allocate();
   if (cfg_.profile) profiler_.enable();
   plan_for(cfg_.batch);  // descriptors and algorithms of the full batch, before any timing
@@ -293,10 +293,10 @@ void CudnnEngine::loss(const BatchPlan& plan, const float* logits, const int* la
 // ---- the training step ------------------------------------------------------------------
 
 void CudnnEngine::queue_step(const BatchPlan& plan, double* loss_sum, unsigned long long* correct, bool update) {
-  const DeviceDataset& data = *epoch_data_;
+  const DeviceDataset& data = epoch_.data();
   const long D = cfg_.input.size();
   timed(gather_row_, Pass::Forward, [&] {
-    gather_batch_at_step_gpu(data.images.get(), data.labels.get(), order_.get(), step_.get(), cfg_.batch, plan.B, D,
+    gather_batch_at_step_gpu(data.images.get(), data.labels.get(), epoch_.order(), epoch_.step(), cfg_.batch, plan.B, D,
                              act_buf_[0].get(), batch_labels_.get(), stream());
   });
   const float* logits = forward(act_buf_[0].get(), plan);
@@ -312,12 +312,12 @@ void CudnnEngine::queue_update() {
   timed(sgd_row_, Pass::Backward, [&] {
     sgd_update_gpu(params_.get(), grads_.get(), velocity_.get(), static_cast<long>(params_.size()),
                    static_cast<float>(cfg_.lr), static_cast<float>(cfg_.momentum), stream());
-    advance_step_gpu(step_.get(), stream());
+    advance_step_gpu(epoch_.step(), stream());
   });
 }
 
 CudnnEngine::GraphKey CudnnEngine::graph_key() {
-  return {epoch_data_->images.get(), epoch_data_->labels.get(), order_.get(), workspace_.get(), cfg_.lr};
+  return {epoch_.data().images.get(), epoch_.data().labels.get(), epoch_.order(), workspace_.get(), cfg_.lr};
 }
 
 void CudnnEngine::run_captured(const BatchPlan& plan) {
@@ -353,37 +353,20 @@ void CudnnEngine::begin_epoch(const Dataset& train, int epoch) {
 }
 
 void CudnnEngine::begin_epoch_in_order(const Dataset& train, const std::vector<int>& order) {
-  for (int e : order)
-    if (e < 0 || e >= train.size())
-      throw std::invalid_argument("begin_epoch_in_order: example " + std::to_string(e) + " is outside the " +
-                                  std::to_string(train.size()) + " examples of '" + train.name + "'");
-  epoch_data_ = &upload_once(train, cfg_.input, cfg_.classes, train_data_, stream());
-  epoch_size_ = static_cast<int>(order.size());
-  next_batch_ = 0;
-  if (epoch_size_ > 0) {
-    CUDA_CHECK(cudaStreamSynchronize(stream()));  // the last epoch's steps may still read the old order
-    order_.upload(order);                         // same size, same buffer: a captured step stays valid
-  }
-  CUDA_CHECK(cudaMemsetAsync(step_.get(), 0, sizeof(int), stream()));
-  sums_.zero(stream());
+  epoch_.begin(train, order, cfg_.input, cfg_.classes, sums_, stream());
   // Every batch size of the epoch is prepared now, outside the steps: the full
   // batches and, when the set does not divide evenly, the last one.
-  if (epoch_size_ > 0) {
-    plan_for(std::min(cfg_.batch, epoch_size_));
-    if (epoch_size_ % cfg_.batch != 0) plan_for(epoch_size_ % cfg_.batch);
+  const int size = epoch_.size();
+  if (size > 0) {
+    plan_for(std::min(cfg_.batch, size));
+    if (size % cfg_.batch != 0) plan_for(size % cfg_.batch);
   }
 }
 
-int CudnnEngine::num_batches() const { return (epoch_size_ + cfg_.batch - 1) / cfg_.batch; }
+int CudnnEngine::num_batches() const { return epoch_.num_batches(cfg_.batch); }
 
 void CudnnEngine::train_batch(int b) {
-  if (epoch_data_ == nullptr) throw std::logic_error("CudnnEngine::train_batch before begin_epoch");
-  if (b != next_batch_)
-    throw std::logic_error("CudnnEngine::train_batch(" + std::to_string(b) +
-                           "): the batches of an epoch run in order (the step counter is on the device); next is " +
-                           std::to_string(next_batch_) + " of " + std::to_string(num_batches()));
-  const int first = b * cfg_.batch;
-  const int B = std::min(cfg_.batch, epoch_size_ - first);
+  const int B = epoch_.batch_size(b, cfg_.batch, "CudnnEngine::train_batch");
   const BatchPlan& plan = plan_for(B);
   recording_ = cfg_.profile;  // only training steps are profiled
   if (graph_enabled() && B == cfg_.batch && (sync_ == nullptr || sync_->step_may_be_captured()))
@@ -392,13 +375,13 @@ void CudnnEngine::train_batch(int b) {
     queue_step(plan, sums_.loss_sum.get(), sums_.correct.get(), /*update=*/true);
   if (recording_) profiler_.collect();
   recording_ = false;
-  ++next_batch_;
+  epoch_.batch_queued();
 }
 
 void CudnnEngine::train_batch_without_examples() {
-  if (epoch_data_ == nullptr) throw std::logic_error("CudnnEngine::train_batch_without_examples before begin_epoch");
-  if (next_batch_ < num_batches())
-    throw std::logic_error("CudnnEngine::train_batch_without_examples: batch " + std::to_string(next_batch_) + " of " +
+  if (!epoch_.started()) throw std::logic_error("CudnnEngine::train_batch_without_examples before begin_epoch");
+  if (epoch_.next() < num_batches())
+    throw std::logic_error("CudnnEngine::train_batch_without_examples: batch " + std::to_string(epoch_.next()) + " of " +
                            std::to_string(num_batches()) + " still has examples");
   CUDA_CHECK(cudaMemsetAsync(grads_.get(), 0, grads_.size() * sizeof(float), stream()));
   if (sync_ != nullptr) {
@@ -406,7 +389,7 @@ void CudnnEngine::train_batch_without_examples() {
     sync_->before_update(stream());
   }
   queue_update();
-  ++next_batch_;
+  epoch_.batch_queued();
 }
 
 void CudnnEngine::set_gradient_sync(GradientSync* sync) {
@@ -421,8 +404,8 @@ void CudnnEngine::drop_graph() {
 }
 
 EpochStats CudnnEngine::end_epoch() {
-  const EpochStats stats = sums_.read(epoch_size_, stream());
-  epoch_data_ = nullptr;
+  const EpochStats stats = sums_.read(epoch_.size(), stream());
+  epoch_.end();
   return stats;
 }
 

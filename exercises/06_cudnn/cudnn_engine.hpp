@@ -223,14 +223,12 @@ class CudnnEngine : public Engine {
   std::vector<const float*> x_of_;              ///< input of layer i in the last forward() (flatten passes its input on)
   std::vector<const float*> dy_of_;             ///< dL/d(output of layer i - 1) in the last backward()
   DeviceBuffer<float> log_probs_;
-  DeviceBuffer<int> batch_labels_, order_, step_, predictions_;
+  DeviceBuffer<int> batch_labels_, predictions_;
   DeviceSums sums_, eval_sums_, scratch_sums_;  ///< training, evaluation, and the uncounted warm-up step
   DeviceBuffer<unsigned char> workspace_;
   std::map<int, std::unique_ptr<BatchPlan>> plans_;
-  DeviceDataset train_data_, eval_data_;
-  const DeviceDataset* epoch_data_ = nullptr;
-  int epoch_size_ = 0;
-  int next_batch_ = 0;
+  DeviceEpoch epoch_;  ///< the training set, the epoch's order and the step counter, on the device
+  DeviceDataset eval_data_;
 
   StepGraph graph_;
   GraphKey graph_key_;

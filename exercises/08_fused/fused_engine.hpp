@@ -177,15 +177,13 @@ class FusedEngine : public Engine {
   std::vector<LayerBuffers> buffers_;
   DeviceBuffer<float> batch_, dense_partials_;  ///< the gathered batch; the dense forward's split sums
   DeviceBuffer<unsigned int> counters_;         ///< the dense forward's tickets, 0 between launches
-  DeviceBuffer<int> batch_labels_, order_, step_, predictions_;
+  DeviceBuffer<int> batch_labels_, predictions_;
   DeviceBuffer<float> hyper_;              ///< {lr, momentum}
   std::array<float, 2> host_hyper_{};
   DeviceSums sums_, eval_sums_, scratch_sums_;
   std::map<int, std::unique_ptr<StepPlan>> plans_;
-  DeviceDataset train_data_, eval_data_;
-  const DeviceDataset* epoch_data_ = nullptr;
-  int epoch_size_ = 0;
-  int next_batch_ = 0;
+  DeviceEpoch epoch_;  ///< the training set, the epoch's order and the step counter, on the device
+  DeviceDataset eval_data_;
 
   StepGraph graph_;
   DataKey graph_key_;

@@ -12,6 +12,8 @@
 ///   layer and pass;
 /// - DeviceSums: the loss sum and correct count an epoch keeps on the device,
 ///   copied to the host once;
+/// - DeviceEpoch: an epoch whose batches the device gathers itself (stages 06
+///   and 08): the data set, the epoch's order and a step counter on the device;
 /// - DeviceLossSlots: the running loss sum copied back a few steps late, so
 ///   that a NaN or Inf loss stops the run at once (common/loss_check.hpp);
 /// - train_epoch_in_batches(): train_epoch() as begin, every batch with its
@@ -125,6 +127,45 @@ struct DeviceSums {
   /// Both copied to the host after the work queued on `stream` (this waits for it: the one
   /// wait of an epoch), as the stats of `seen` examples.
   EpochStats read(long seen, cudaStream_t stream = 0) const;
+};
+
+/// An epoch whose batches the device gathers itself (stages 06 and 08): the training
+/// set on the device (upload_once), the epoch's order of examples, and a step counter
+/// on the device that the gather reads and the update advances. Nothing of a step then
+/// depends on which batch it is, so one captured step (a CUDA graph) replays for all of
+/// them. The counter only counts up, so the batches run in order: the host keeps which
+/// one is next and refuses any other.
+class DeviceEpoch {
+ public:
+  /// Allocates the step counter. Called where the engine allocates its device memory.
+  void allocate();
+  /// Starts an epoch of `train`'s examples in `order` (indices into `train`) on `stream`:
+  /// uploads the set unless the device holds it already, then the order, and zeroes the
+  /// step counter and `sums`. Throws std::invalid_argument, naming the set, for an index
+  /// outside it, and what upload_once throws for examples of another shape than `input`.
+  void begin(const Dataset& train, const std::vector<int>& order, Shape3 input, int classes, DeviceSums& sums,
+             cudaStream_t stream);
+  /// The number of examples of batch b, batches of `batch` (the last may be short). Throws
+  /// std::logic_error, naming `caller`, before begin() and when b is not the next batch.
+  int batch_size(int b, int batch, const std::string& caller) const;
+  /// The batch begin() or batch_size() allowed is queued: the next one may come.
+  void batch_queued() { ++next_; }
+  /// Ends the epoch: data() may not be used until the next begin().
+  void end() { data_ = nullptr; }
+
+  bool started() const { return data_ != nullptr; }
+  const DeviceDataset& data() const { return *data_; }  ///< the set on the device, between begin() and end()
+  int size() const { return size_; }                    ///< examples of the epoch
+  int next() const { return next_; }                    ///< the batch that comes next
+  int num_batches(int batch) const { return (size_ + batch - 1) / batch; }
+  const int* order() const { return order_.get(); }  ///< [size()], example indices into data()
+  int* step() { return step_.get(); }                ///< [1], the steps queued so far this epoch
+
+ private:
+  DeviceDataset train_;
+  const DeviceDataset* data_ = nullptr;
+  int size_ = 0, next_ = 0;
+  DeviceBuffer<int> order_, step_;
 };
 
 /// The slots of common/loss_check.hpp on a GPU: slot i is one double of pinned

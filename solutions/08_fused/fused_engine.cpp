@@ -110,8 +110,7 @@ void FusedEngine::allocate() {
   const int B = cfg_.batch;
   batch_.resize(batch * static_cast<std::size_t>(cfg_.input.size()));
   batch_labels_.resize(batch);
-  step_.resize(1);
-  CUDA_CHECK(cudaMemset(step_.get(), 0, sizeof(int)));
+  epoch_.allocate();
   for (DeviceSums* sums : {&sums_, &eval_sums_, &scratch_sums_}) sums->allocate();
   buffers_.resize(layers_.size());
   // The partial sums' sizes come from the planners at the full batch. Planned here before
@@ -223,7 +222,7 @@ FusedEngine::StepPlan& FusedEngine::plan_for(int B) {
   const long long D = cfg_.input.size();
 
   FusedPhase gather = phase_of(PhaseKind::Gather);  // the data pointers are set by prepare()
-  gather.gather.step = step_.get();
+  gather.gather.step = epoch_.step();
   gather.gather.batch = cfg_.batch;
   gather.gather.B = B;
   gather.gather.D = D;
@@ -278,7 +277,7 @@ FusedEngine::StepPlan& FusedEngine::plan_for(int B) {
   plan->tensors.upload(tensors);
   FusedPhase sgd = phase_of(PhaseKind::Sgd);
   sgd.sgd = plan_sgd_multi_tensor(params_.get(), velocity_.get(), plan->tensors.get(), static_cast<int>(tensors.size()),
-                                  static_cast<long long>(params_.size()), hyper_.get(), step_.get());
+                                  static_cast<long long>(params_.size()), hyper_.get(), epoch_.step());
   plan->phases.push_back(sgd);
   plan->rows.push_back(sgd_row_);
   plan->passes.push_back(Pass::Backward);
@@ -296,14 +295,14 @@ FusedEngine::StepPlan& FusedEngine::plan_for(int B) {
 }
 
 FusedEngine::DataKey FusedEngine::data_key() const {
-  return {epoch_data_->images.get(), epoch_data_->labels.get(), order_.get()};
+  return {epoch_.data().images.get(), epoch_.data().labels.get(), epoch_.order()};
 }
 
 void FusedEngine::prepare(StepPlan& plan) {
   GatherArgs& g = plan.phases.front().gather;
-  g.images = epoch_data_->images.get();
-  g.labels = epoch_data_->labels.get();
-  g.order = order_.get();
+  g.images = epoch_.data().images.get();
+  g.labels = epoch_.data().labels.get();
+  g.order = epoch_.order();
   const DataKey key = data_key();
   if (persistent_enabled() && !(plan.uploaded == key)) {
     CUDA_CHECK(cudaStreamSynchronize(stream()));  // no step in flight reads the old copy
@@ -358,32 +357,18 @@ void FusedEngine::run_captured(StepPlan& plan) {
 // ---- epochs -------------------------------------------------------------------------------
 
 void FusedEngine::begin_epoch(const Dataset& train, int epoch) {
-  epoch_data_ = &upload_once(train, cfg_.input, cfg_.classes, train_data_, stream());
-  epoch_size_ = train.size();
-  next_batch_ = 0;
-  if (epoch_size_ > 0) {
-    const std::vector<int> order = epoch_order(epoch_size_, cfg_.seed, epoch);
-    CUDA_CHECK(cudaStreamSynchronize(stream()));  // the last epoch's steps may still read the old order
-    order_.upload(order);                         // same size, same buffer: a captured step stays valid
-  }
-  CUDA_CHECK(cudaMemsetAsync(step_.get(), 0, sizeof(int), stream()));
-  sums_.zero(stream());
-  if (epoch_size_ > 0) {
-    plan_for(std::min(cfg_.batch, epoch_size_));
-    if (epoch_size_ % cfg_.batch != 0) plan_for(epoch_size_ % cfg_.batch);
+  epoch_.begin(train, epoch_order(train.size(), cfg_.seed, epoch), cfg_.input, cfg_.classes, sums_, stream());
+  const int size = epoch_.size();  // both batch sizes of the epoch are planned before its steps
+  if (size > 0) {
+    plan_for(std::min(cfg_.batch, size));
+    if (size % cfg_.batch != 0) plan_for(size % cfg_.batch);
   }
 }
 
-int FusedEngine::num_batches() const { return (epoch_size_ + cfg_.batch - 1) / cfg_.batch; }
+int FusedEngine::num_batches() const { return epoch_.num_batches(cfg_.batch); }
 
 void FusedEngine::train_batch(int b) {
-  if (epoch_data_ == nullptr) throw std::logic_error("FusedEngine::train_batch before begin_epoch");
-  if (b != next_batch_)
-    throw std::logic_error("FusedEngine::train_batch(" + std::to_string(b) +
-                           "): the batches of an epoch run in order (the step counter is on the device); next is " +
-                           std::to_string(next_batch_) + " of " + std::to_string(num_batches()));
-  const int first = b * cfg_.batch;
-  const int B = std::min(cfg_.batch, epoch_size_ - first);
+  const int B = epoch_.batch_size(b, cfg_.batch, "FusedEngine::train_batch");
   StepPlan& plan = plan_for(B);
   prepare(plan);
   recording_ = cfg_.profile;  // only training steps are profiled
@@ -396,12 +381,12 @@ void FusedEngine::train_batch(int b) {
     run_uncaptured(plan, /*update=*/true);
   if (recording_) profiler_.collect();
   recording_ = false;
-  ++next_batch_;
+  epoch_.batch_queued();
 }
 
 EpochStats FusedEngine::end_epoch() {
-  const EpochStats stats = sums_.read(epoch_size_, stream());
-  epoch_data_ = nullptr;
+  const EpochStats stats = sums_.read(epoch_.size(), stream());
+  epoch_.end();
   return stats;
 }
 
