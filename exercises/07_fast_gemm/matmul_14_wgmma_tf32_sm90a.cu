@@ -23,7 +23,8 @@
 ///
 /// The values Y holds are rounded in shared memory by the threads that copied them,
 /// once the copies have landed, since the tensor cores read them from there: each value
-/// once per tile. Four stages of 32-deep tiles; each step's four wgmma (k = 8 each) read
+/// once per tile. (cuBLAS's TF32 rounds its FP32 inputs too: s07_matmul_sweep --roofline
+/// measures it. The pass costs shared-memory bandwidth: lesson 07 measures that.) Four stages of 32-deep tiles; each step's four wgmma (k = 8 each) read
 /// their X fragments from registers, which must stay untouched until the wgmma are done.
 /// So the fragments have two sets of registers, used by even and odd steps: step t loads
 /// its set, issues its wgmma and waits only for step t - 1's, whose set is then free,

@@ -6,7 +6,8 @@
 //   s07_matmul_sweep --course                       also the GEMMs of mlp and cnn at batch 64 and 256
 //   s07_matmul_sweep --only 0,9,10                  some contenders (see --help for the names)
 //   s07_matmul_sweep --layouts NN,TN,NT,TT          the square sizes in every operand layout
-//   s07_matmul_sweep --roofline                     first the GPU's ceilings: FP32 FMA, mma.sync, memory
+//   s07_matmul_sweep --roofline                     first the GPU's ceilings: FP32 FMA, mma.sync, memory,
+//                                                   and whether cuBLAS's TF32 rounds its FP32 inputs
 //
 // The contenders, each timed against the cuBLAS call of its own precision:
 //
@@ -45,6 +46,7 @@
 #include "common/cuda_check.hpp"
 #include "common/rng.hpp"
 #include "roofline.hpp"
+#include "tf32_inputs.hpp"
 
 namespace {
 
@@ -333,6 +335,10 @@ int main(int argc, char** argv) {
       std::printf("\nceilings of this GPU (each operation alone, operands in registers):\n");
       for (const roofline::Ceiling& c : roofline::measure())
         std::printf("  %-26s %8.1f %-8s (%s)\n", c.what.c_str(), c.rate, c.unit.c_str(), c.how.c_str());
+      const tf32_inputs::Finding t = tf32_inputs::measure();
+      std::printf("note: cuBLAS TF32 on FP32 inputs (%d^3): relative distance %.2g from the exact product of the inputs "
+                  "rounded to nearest TF32, %.2g from that of the inputs truncated: it %s\n",
+                  t.n, t.from_nearest, t.from_truncated, t.verdict().c_str());
     }
     std::vector<Shape> square;
     for (const std::string& layout : o.layouts)
