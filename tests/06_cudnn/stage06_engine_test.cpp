@@ -20,46 +20,13 @@ using namespace course::s06test;
 
 namespace {
 
-EngineConfig config(const std::string& spec, Shape3 input, int batch, double lr = 0.05, const std::string& loss = "cross-entropy") {
-  EngineConfig cfg;
-  cfg.arch = parse_arch(spec);
-  cfg.input = input;
-  cfg.classes = 10;
-  cfg.batch = batch;
-  cfg.lr = lr;
-  cfg.momentum = 0.9;
-  cfg.seed = 11;
-  cfg.loss = loss;
-  return cfg;
-}
-
-// Tolerance of a run of SGD steps, float on the GPU against float on the CPU,
-// the same as stage 05's (tests/05_im2col_gemm/task5_9_gpu_cnn_engine_test.cpp):
-// |gpu - cpu| <= 5e-4 + 1e-3 |cpu| per parameter; the epoch's loss sum to 1e-4
-// relative. The two engines add in different orders (cuDNN's algorithms,
-// cuBLAS's GEMMs, one CPU thread), so every step differs by float rounding
-// (~1e-7 relative), which the following steps carry along. A wrong gradient
-// anywhere moves the parameters by lr * gradient * steps, of order 1e-2: far
-// outside, and the test checks that the parameters did move that much.
-constexpr double kParamAtol = 5e-4, kParamRtol = 1e-3, kLossRtol = 1e-4;
-
-// Carrying a rounding difference along must not blow it up, or the comparison
-// would fail a correct engine (or pass a wrong one by luck). It can: a ReLU
-// input or a max-pool window within rounding of a tie comes out the other way,
-// its gradient goes elsewhere, and the runs branch. From the He-initialised
-// weights (zero biases) at lr 0.05, stage 02 alone ends 20 steps at summed
-// losses 946.8 or 962.0 depending on a 1e-6 change of its initial weights. So
-// the CNN comparisons start from weights spread uniformly (biases too, away
-// from 0) at lr 0.01, where the same 1e-6 change stays under 7% of the
-// tolerance (measured over 4 data seeds x 12 changes); the CPU-only test
-// TwentyStepComparisonDoesNotBranchOnTheCpu below keeps that true.
-constexpr double kCnnLr = 0.01;
-
-/// The weights every stage starts from for cfg.seed, redrawn spread out (testkit::spread_parameters).
-std::vector<NamedTensor> spread_parameters(const EngineConfig& cfg, std::uint64_t seed) {
-  return testkit::spread_parameters(
-      initial_parameters(cfg.arch, cfg.input, cfg.classes, cfg.seed, make_cnn_layer<float>), seed);
-}
+// The settings, tolerances and starting weights of the comparisons: tests/support/cnn_comparison.hpp.
+using testkit::comparison_config;
+using testkit::kCnnStepsLr;
+using testkit::kStepsLossRtol;
+using testkit::kStepsParamAtol;
+using testkit::kStepsParamRtol;
+using testkit::spread_parameters;
 
 void expect_same_parameters(const std::vector<NamedTensor>& got, const std::vector<NamedTensor>& want,
                             const std::string& context) {
@@ -69,7 +36,7 @@ void expect_same_parameters(const std::vector<NamedTensor>& got, const std::vect
     ASSERT_EQ(got[i].tensor.shape, want[i].tensor.shape) << context << ", " << want[i].name;
     const std::vector<double> g(got[i].tensor.data.begin(), got[i].tensor.data.end()),
         w(want[i].tensor.data.begin(), want[i].tensor.data.end());
-    EXPECT_TRUE(all_close(context + ", " + want[i].name, g, w, want[i].tensor.shape, kParamAtol, kParamRtol));
+    EXPECT_TRUE(all_close(context + ", " + want[i].name, g, w, want[i].tensor.shape, kStepsParamAtol, kStepsParamRtol));
   }
 }
 
@@ -81,7 +48,7 @@ void expect_matches_cpu(const std::string& spec, Shape3 input, int batch, int ex
   const std::string context = spec + " on " + input.str() + ", batch " + std::to_string(batch) + ", " + loss +
                               (graph ? ", graph on" : ", graph off");
   const Dataset train = make_synthetic(examples, input, 10, 5);
-  const EngineConfig cfg = config(spec, input, batch, lr, loss);
+  const EngineConfig cfg = comparison_config(spec, input, batch, lr, loss);
   CudnnEngine gpu(cfg, graph, initial);
   const std::vector<NamedTensor> start = gpu.get_parameters();
   const EpochStats got = gpu.train_epoch(train, 0, {});
@@ -89,14 +56,14 @@ void expect_matches_cpu(const std::string& spec, Shape3 input, int batch, int ex
   cpu.set_parameters(start);
   const EpochStats want = cpu.train_epoch(train, 0, {});
   EXPECT_EQ(got.seen, want.seen) << context;
-  EXPECT_NEAR(got.loss_sum, want.loss_sum, kLossRtol * want.loss_sum) << context << ": summed loss of the epoch";
+  EXPECT_NEAR(got.loss_sum, want.loss_sum, kStepsLossRtol * want.loss_sum) << context << ": summed loss of the epoch";
   EXPECT_NEAR(got.correct, want.correct, 1) << context << ": correct predictions during the epoch";
   const std::vector<NamedTensor> trained = cpu.get_parameters();
   expect_same_parameters(gpu.get_parameters(), trained, context);
   bool moved = false;
   for (std::size_t i = 0; i < trained.size(); ++i)
     for (std::size_t j = 0; j < trained[i].tensor.size(); ++j)
-      moved = moved || std::fabs(trained[i].tensor.data[j] - start[i].tensor.data[j]) > 10 * kParamAtol;
+      moved = moved || std::fabs(trained[i].tensor.data[j] - start[i].tensor.data[j]) > 10 * kStepsParamAtol;
   EXPECT_TRUE(moved) << context << ": the parameters hardly moved, so the comparison proves little";
 }
 
@@ -105,15 +72,15 @@ void expect_matches_cpu(const std::string& spec, Shape3 input, int batch, int ex
 // 20 steps: 19 batches of 32 and a last one of 16.
 TEST(Stage06_Engine, TwentyCnnStepsMatchStage02) {
   S06_SKIP_WITHOUT_GPU();
-  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 32, kCnnLr);
-  expect_matches_cpu(named_model_spec("cnn"), {1, 28, 28}, 32, 19 * 32 + 16, "cross-entropy", true, kCnnLr,
+  const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 32, kCnnStepsLr);
+  expect_matches_cpu(named_model_spec("cnn"), {1, 28, 28}, 32, 19 * 32 + 16, "cross-entropy", true, kCnnStepsLr,
                      spread_parameters(cfg, 99));
 }
 
 TEST(Stage06_Engine, TwentyCnnStepsMatchStage02WithoutTheGraph) {
   S06_SKIP_WITHOUT_GPU();
-  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 32, kCnnLr);
-  expect_matches_cpu(named_model_spec("cnn"), {1, 28, 28}, 32, 19 * 32 + 16, "cross-entropy", false, kCnnLr,
+  const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 32, kCnnStepsLr);
+  expect_matches_cpu(named_model_spec("cnn"), {1, 28, 28}, 32, 19 * 32 + 16, "cross-entropy", false, kCnnStepsLr,
                      spread_parameters(cfg, 99));
 }
 
@@ -122,11 +89,11 @@ TEST(Stage06_Engine, TwentyCnnStepsMatchStage02WithoutTheGraph) {
 // by 1e-6 of itself (about ten times float's rounding, more than a GPU's
 // different summation order moves them), end well inside the comparison's
 // tolerance. From the He-initialised weights at lr 0.05 they do not (see
-// kCnnLr): this test fails there.
+// kCnnStepsLr): this test fails there.
 TEST(Stage06_Engine, TwentyStepComparisonDoesNotBranchOnTheCpu) {
-  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 32, kCnnLr);
+  const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 32, kCnnStepsLr);
   const Dataset train = make_synthetic(19 * 32 + 16, {1, 28, 28}, 10, 5);
-  testkit::expect_training_does_not_branch(cfg, train, spread_parameters(cfg, 99), kParamAtol, kParamRtol);
+  testkit::expect_training_does_not_branch(cfg, train, spread_parameters(cfg, 99), kStepsParamAtol, kStepsParamRtol);
 }
 
 // Every other layer kind of the course: stride, padding 2, a padded
@@ -149,13 +116,13 @@ TEST(Stage06_Engine, MlpStepsMatchStage01) {
 TEST(Stage06_Engine, EvaluateMatchesStage02) {
   S06_SKIP_WITHOUT_GPU();
   const Dataset test = make_synthetic(300, {1, 28, 28}, 10, 6);
-  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 64);
+  const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64);
   CudnnEngine gpu(cfg);
   CpuEngine cpu(cfg, make_cnn_layer<float>);
   std::vector<int> got_pred, want_pred;
   const EpochStats got = gpu.evaluate(test, &got_pred), want = cpu.evaluate(test, &want_pred);
   EXPECT_EQ(got.seen, 300);
-  EXPECT_NEAR(got.loss_sum, want.loss_sum, kLossRtol * want.loss_sum);
+  EXPECT_NEAR(got.loss_sum, want.loss_sum, kStepsLossRtol * want.loss_sum);
   ASSERT_EQ(got_pred.size(), want_pred.size());
   long differ = 0;
   for (std::size_t i = 0; i < got_pred.size(); ++i) differ += got_pred[i] != want_pred[i];
@@ -166,7 +133,7 @@ TEST(Stage06_Engine, EvaluateMatchesStage02) {
 // --profile: every layer, the gather, the loss and the update have GPU times, once per step.
 TEST(Stage06_Engine, ProfileTimesEveryLayer) {
   S06_SKIP_WITHOUT_GPU();
-  EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 64);
+  EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64);
   cfg.profile = true;
   CudnnEngine gpu(cfg);
   EXPECT_FALSE(gpu.graph_enabled()) << "profiling times each layer, so it runs uncaptured";
@@ -186,14 +153,14 @@ TEST(Stage06_Engine, ProfileTimesEveryLayer) {
 
 // Bad requests are refused with a message, before the GPU is touched where possible.
 TEST(Stage06_Engine, RefusesWhatItCannotRun) {
-  EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 64, 0.05, "hinge");
+  EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64, 0.05, "hinge");
   EXPECT_THROW(CudnnEngine engine(cfg), std::invalid_argument);
-  cfg = config(named_model_spec("cnn"), {1, 28, 28}, 0);
+  cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 0);
   EXPECT_THROW(CudnnEngine engine(cfg), std::invalid_argument);
-  cfg = config("conv8k5,relu,pool2,fc10", {1, 4, 4}, 8);  // a 5x5 filter on a 4x4 image
+  cfg = comparison_config("conv8k5,relu,pool2,fc10", {1, 4, 4}, 8);  // a 5x5 filter on a 4x4 image
   EXPECT_THROW(CudnnEngine engine(cfg), std::invalid_argument);
   S06_SKIP_WITHOUT_GPU();
-  CudnnEngine engine(config(named_model_spec("cnn"), {1, 28, 28}, 64));
+  CudnnEngine engine(comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64));
   auto params = engine.get_parameters();
   params[0].tensor.shape = {16, 1, 5, 5};
   EXPECT_THROW(engine.set_parameters(params), std::invalid_argument);
@@ -207,7 +174,7 @@ TEST(Stage06_Engine, RefusesWhatItCannotRun) {
 TEST(Stage06_Engine, OptimizerStateContinuesTheRunBitForBit) {
   S06_SKIP_WITHOUT_GPU();
   const Dataset train = make_synthetic(5 * 32 + 7, {1, 28, 28}, 10, 9);
-  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 32);
+  const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 32);
   CudnnEngine first(cfg);
   first.train_epoch(train, 0, {});
   const auto velocity = first.get_optimizer_state();

@@ -23,33 +23,13 @@ using namespace course::s08test;
 
 namespace {
 
-EngineConfig config(const std::string& spec, Shape3 input, int batch, double lr = 0.05,
-                    const std::string& loss = "cross-entropy") {
-  EngineConfig cfg;
-  cfg.arch = parse_arch(spec);
-  cfg.input = input;
-  cfg.classes = 10;
-  cfg.batch = batch;
-  cfg.lr = lr;
-  cfg.momentum = 0.9;
-  cfg.seed = 11;
-  cfg.loss = loss;
-  return cfg;
-}
-
-// Tolerance of a run of SGD steps, float on the GPU against float on the CPU: stage
-// 06's (tests/06_cudnn/stage06_engine_test.cpp), for the same reasons. Every step
-// differs by float rounding (~1e-7 relative: the GPU adds in other orders), which
-// the following steps carry along; a wrong gradient anywhere moves the parameters
-// by lr * gradient * steps, of order 1e-2, and the test checks that they moved that much.
-constexpr double kParamAtol = 5e-4, kParamRtol = 1e-3, kLossRtol = 1e-4;
-// Where 20 steps do not branch (tests/support/cnn_comparison.hpp): spread weights at lr 0.01.
-constexpr double kCnnLr = 0.01;
-
-std::vector<NamedTensor> spread_parameters(const EngineConfig& cfg, std::uint64_t seed) {
-  return testkit::spread_parameters(
-      initial_parameters(cfg.arch, cfg.input, cfg.classes, cfg.seed, make_cnn_layer<float>), seed);
-}
+// The settings, tolerances and starting weights of the comparisons: tests/support/cnn_comparison.hpp.
+using testkit::comparison_config;
+using testkit::kCnnStepsLr;
+using testkit::kStepsLossRtol;
+using testkit::kStepsParamAtol;
+using testkit::kStepsParamRtol;
+using testkit::spread_parameters;
 
 void expect_same_bits(const std::vector<NamedTensor>& p, const std::vector<NamedTensor>& q, const std::string& context) {
   ASSERT_EQ(p.size(), q.size()) << context;
@@ -68,7 +48,7 @@ void expect_matches_cpu(const std::string& spec, Shape3 input, int batch, int ex
                               (options.persistent ? ", persistent" : options.graph ? ", graph on" : ", graph off");
   const Dataset train = make_synthetic(examples, input, 10, 5);
   const Dataset test = make_synthetic(100, input, 10, 6);
-  const EngineConfig cfg = config(spec, input, batch, lr, loss);
+  const EngineConfig cfg = comparison_config(spec, input, batch, lr, loss);
   FusedEngine gpu(cfg, options, initial);
   const std::vector<NamedTensor> start = gpu.get_parameters();
   const EpochStats got = gpu.train_epoch(train, 0, {});
@@ -80,9 +60,9 @@ void expect_matches_cpu(const std::string& spec, Shape3 input, int batch, int ex
   std::vector<int> want_predictions;
   const EpochStats want_test = cpu.evaluate(test, &want_predictions);
   EXPECT_EQ(got.seen, want.seen) << context;
-  EXPECT_NEAR(got.loss_sum, want.loss_sum, kLossRtol * want.loss_sum) << context << ": summed loss of the epoch";
+  EXPECT_NEAR(got.loss_sum, want.loss_sum, kStepsLossRtol * want.loss_sum) << context << ": summed loss of the epoch";
   EXPECT_NEAR(got.correct, want.correct, 1) << context << ": correct predictions during the epoch";
-  EXPECT_NEAR(got_test.loss_sum, want_test.loss_sum, kLossRtol * want_test.loss_sum) << context << ": test loss";
+  EXPECT_NEAR(got_test.loss_sum, want_test.loss_sum, kStepsLossRtol * want_test.loss_sum) << context << ": test loss";
   int differ = 0;
   for (std::size_t i = 0; i < want_predictions.size(); ++i) differ += got_predictions.at(i) != want_predictions[i];
   EXPECT_LE(differ, 1) << context << ": test predictions differ beyond a near tie";
@@ -92,9 +72,9 @@ void expect_matches_cpu(const std::string& spec, Shape3 input, int batch, int ex
   for (std::size_t i = 0; i < trained.size(); ++i) {
     ASSERT_EQ(mine[i].name, trained[i].name) << context;
     EXPECT_TRUE(close(context + ", " + trained[i].name, mine[i].tensor.data, to_double(trained[i].tensor.data),
-                      trained[i].tensor.shape, kParamAtol, kParamRtol));
+                      trained[i].tensor.shape, kStepsParamAtol, kStepsParamRtol));
     for (std::size_t j = 0; j < trained[i].tensor.size(); ++j)
-      moved = moved || std::fabs(trained[i].tensor.data[j] - start[i].tensor.data[j]) > 10 * kParamAtol;
+      moved = moved || std::fabs(trained[i].tensor.data[j] - start[i].tensor.data[j]) > 10 * kStepsParamAtol;
   }
   EXPECT_TRUE(moved) << context << ": the parameters hardly moved, so the comparison proves little";
 }
@@ -104,18 +84,18 @@ void expect_matches_cpu(const std::string& spec, Shape3 input, int batch, int ex
 // 20 steps: 19 batches of 32 and a last one of 16 (which runs uncaptured, with its own plan).
 TEST(Stage08_Engine, TwentyCnnStepsMatchStage02) {
   SKIP_WITHOUT_GPU();
-  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 32, kCnnLr);
+  const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 32, kCnnStepsLr);
   for (const FusedOptions& o : {FusedOptions{true, false}, FusedOptions{false, false}, FusedOptions{false, true}})
-    expect_matches_cpu(named_model_spec("cnn"), {1, 28, 28}, 32, 19 * 32 + 16, "cross-entropy", o, kCnnLr,
+    expect_matches_cpu(named_model_spec("cnn"), {1, 28, 28}, 32, 19 * 32 + 16, "cross-entropy", o, kCnnStepsLr,
                        spread_parameters(cfg, 99));
 }
 
 // What the test above relies on, on the CPU alone (no GPU needed): a 1e-6 change of the
 // weights stays well inside the tolerance over the same 20 steps.
 TEST(Stage08_Engine, TwentyStepComparisonDoesNotBranchOnTheCpu) {
-  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 32, kCnnLr);
+  const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 32, kCnnStepsLr);
   const Dataset train = make_synthetic(19 * 32 + 16, {1, 28, 28}, 10, 5);
-  testkit::expect_training_does_not_branch(cfg, train, spread_parameters(cfg, 99), kParamAtol, kParamRtol);
+  testkit::expect_training_does_not_branch(cfg, train, spread_parameters(cfg, 99), kStepsParamAtol, kStepsParamRtol);
 }
 
 // `cnn-deep` on CIFAR-shaped input, and every other layer kind stage 08 fuses: 5x5 and
@@ -124,11 +104,11 @@ TEST(Stage08_Engine, TwentyStepComparisonDoesNotBranchOnTheCpu) {
 TEST(Stage08_Engine, EveryLayerKindItFusesMatchesStage02) {
   SKIP_WITHOUT_GPU();
   const std::string deep = named_model_spec("cnn-deep");
-  expect_matches_cpu(deep, {3, 32, 32}, 8, 20 * 8, "cross-entropy", {}, kCnnLr,
-                     spread_parameters(config(deep, {3, 32, 32}, 8), 98));
+  expect_matches_cpu(deep, {3, 32, 32}, 8, 20 * 8, "cross-entropy", {}, kCnnStepsLr,
+                     spread_parameters(comparison_config(deep, {3, 32, 32}, 8), 98));
   const std::string spec = "conv6k5p2,leaky,pool2,conv8k3p1,softplus,conv4k1,tanh,pool2,flatten,fc24,sigmoid,fc16,fc10";
-  expect_matches_cpu(spec, {3, 13, 12}, 16, 10 * 16, "cross-entropy", {}, kCnnLr,
-                     spread_parameters(config(spec, {3, 13, 12}, 16), 97));
+  expect_matches_cpu(spec, {3, 13, 12}, 16, 10 * 16, "cross-entropy", {}, kCnnStepsLr,
+                     spread_parameters(comparison_config(spec, {3, 13, 12}, 16), 97));
   expect_matches_cpu("conv4k3,fc10", {1, 9, 9}, 8, 8 * 8 + 3, "mse", {}, 0.05);
 }
 
@@ -143,7 +123,7 @@ TEST(Stage08_Engine, MlpStepsMatchStage01) {
 TEST(Stage08_Engine, GraphAndPlainLaunchesGiveTheSameBits) {
   SKIP_WITHOUT_GPU();
   const Dataset train = make_synthetic(1000, {1, 28, 28}, 10, 101);
-  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 64);
+  const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64);
   FusedEngine with_graph(cfg, FusedOptions{true, false}), without(cfg, FusedOptions{false, false});
   for (int epoch = 0; epoch < 2; ++epoch) {
     const EpochStats a = with_graph.train_epoch(train, epoch, {});
@@ -163,7 +143,7 @@ TEST(Stage08_Engine, GraphAndPlainLaunchesGiveTheSameBits) {
 TEST(Stage08_Engine, TheLearningRateScheduleReachesTheCapturedStep) {
   SKIP_WITHOUT_GPU();
   const Dataset train = make_synthetic(6 * 64, {1, 28, 28}, 10, 102);
-  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 64, 0.05);
+  const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64, 0.05);
   FusedEngine with_graph(cfg, FusedOptions{true, false}), without(cfg, FusedOptions{false, false}), fixed(cfg);
   for (int epoch = 0; epoch < 3; ++epoch) {
     const double lr = 0.05 / (epoch + 1);
@@ -184,13 +164,13 @@ TEST(Stage08_Engine, TheLearningRateScheduleReachesTheCapturedStep) {
 TEST(Stage08_Engine, EvaluateMatchesStage02) {
   SKIP_WITHOUT_GPU();
   const Dataset test = make_synthetic(300, {1, 28, 28}, 10, 6);
-  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 64);
+  const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64);
   FusedEngine gpu(cfg);
   CpuEngine cpu(cfg, make_cnn_layer<float>);
   std::vector<int> got_pred, want_pred;
   const EpochStats got = gpu.evaluate(test, &got_pred), want = cpu.evaluate(test, &want_pred);
   EXPECT_EQ(got.seen, 300);
-  EXPECT_NEAR(got.loss_sum, want.loss_sum, kLossRtol * want.loss_sum);
+  EXPECT_NEAR(got.loss_sum, want.loss_sum, kStepsLossRtol * want.loss_sum);
   ASSERT_EQ(got_pred.size(), want_pred.size());
   long differ = 0;
   for (std::size_t i = 0; i < got_pred.size(); ++i) differ += got_pred[i] != want_pred[i];
@@ -200,7 +180,7 @@ TEST(Stage08_Engine, EvaluateMatchesStage02) {
 // --profile: a row per fused layer, then the gather and the update, timed every step.
 TEST(Stage08_Engine, ProfileTimesEveryFusedLayer) {
   SKIP_WITHOUT_GPU();
-  EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 64);
+  EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64);
   cfg.profile = true;
   FusedEngine gpu(cfg);
   EXPECT_FALSE(gpu.graph_enabled()) << "profiling times each kernel, so it runs uncaptured";
@@ -221,7 +201,7 @@ TEST(Stage08_Engine, ProfileTimesEveryFusedLayer) {
 TEST(Stage08_Engine, OptimizerStateContinuesTheRunBitForBit) {
   SKIP_WITHOUT_GPU();
   const Dataset train = make_synthetic(5 * 32 + 7, {1, 28, 28}, 10, 9);
-  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 32);
+  const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 32);
   FusedEngine first(cfg);
   first.train_epoch(train, 0, {});
   const auto velocity = first.get_optimizer_state();
@@ -241,7 +221,7 @@ TEST(Stage08_Engine, OptimizerStateContinuesTheRunBitForBit) {
 // fewer bytes than the same step layer by layer.
 TEST(Stage08_Engine, StepTableOfCnn) {
   SKIP_WITHOUT_GPU();
-  FusedEngine gpu(config(named_model_spec("cnn"), {1, 28, 28}, 64));
+  FusedEngine gpu(comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64));
   const nlohmann::json j = gpu.stage_results();
   EXPECT_EQ(j.at("kernels_per_step").get<int>(), 9);
   ASSERT_EQ(j.at("step").at("kernels").size(), 9u);
@@ -254,10 +234,10 @@ TEST(Stage08_Engine, StepTableOfCnn) {
 
 // Bad requests are refused with a message, before the GPU is touched where possible.
 TEST(Stage08_Engine, RefusesWhatItCannotRun) {
-  EXPECT_THROW(FusedEngine engine(config("conv8k3p1s2,relu,pool2,fc10", {1, 28, 28}, 8)), std::invalid_argument);
-  EXPECT_THROW(FusedEngine engine(config(named_model_spec("cnn"), {1, 28, 28}, 8, 0.05, "hinge")), std::invalid_argument);
+  EXPECT_THROW(FusedEngine engine(comparison_config("conv8k3p1s2,relu,pool2,fc10", {1, 28, 28}, 8)), std::invalid_argument);
+  EXPECT_THROW(FusedEngine engine(comparison_config(named_model_spec("cnn"), {1, 28, 28}, 8, 0.05, "hinge")), std::invalid_argument);
   SKIP_WITHOUT_GPU();
-  FusedEngine engine(config(named_model_spec("cnn"), {1, 28, 28}, 64));
+  FusedEngine engine(comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64));
   auto params = engine.get_parameters();
   params[0].tensor.shape = {16, 1, 5, 5};
   EXPECT_THROW(engine.set_parameters(params), std::invalid_argument);

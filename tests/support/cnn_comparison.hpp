@@ -1,5 +1,6 @@
-// What the GPU-against-CPU training comparisons of stages 05 and 06 share: the
-// weights they start from, and the check that their 20 steps do not branch.
+// What the GPU-against-CPU training comparisons of stages 05 to 09 share: the
+// engine settings, the tolerance of 20 steps, the weights they start from, and
+// the check that their 20 steps do not branch.
 //
 // A comparison of two runs that round differently carries a last-bit
 // difference along for 20 steps. When a ReLU input or a max-pool window within
@@ -14,14 +15,54 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "01_fc_softmax/cpu_engine.hpp"
 #include "02_conv_pool/cnn.hpp"
+#include "common/arch.hpp"
 #include "common/data.hpp"
+#include "common/engine.hpp"
 #include "common/rng.hpp"
 
 namespace course::testkit {
+
+/// The engine settings of the comparisons: the model `spec` (an --arch string) on `input`,
+/// 10 classes, SGD with momentum 0.9, seed 11.
+inline EngineConfig comparison_config(const std::string& spec, Shape3 input, int batch, double lr = 0.05,
+                                      const std::string& loss = "cross-entropy") {
+  EngineConfig cfg;
+  cfg.arch = parse_arch(spec);
+  cfg.input = input;
+  cfg.classes = 10;
+  cfg.batch = batch;
+  cfg.lr = lr;
+  cfg.momentum = 0.9;
+  cfg.seed = 11;
+  cfg.loss = loss;
+  return cfg;
+}
+
+// Tolerance of a run of SGD steps, float on the GPU against float on the CPU:
+// |gpu - cpu| <= 5e-4 + 1e-3 |cpu| per parameter; the epoch's loss sum to 1e-4
+// relative. The two engines add in different orders (cuDNN's algorithms, the
+// GPU's GEMMs and fused sums, one CPU thread), so every step differs by float
+// rounding (~1e-7 relative), which the following steps carry along. A wrong
+// gradient anywhere moves the parameters by lr * gradient * steps, of order
+// 1e-2: far outside, and the tests check that the parameters did move that much.
+constexpr double kStepsParamAtol = 5e-4, kStepsParamRtol = 1e-3, kStepsLossRtol = 1e-4;
+
+// Carrying a rounding difference along must not blow it up, or the comparison
+// would fail a correct engine (or pass a wrong one by luck). It can: a ReLU
+// input or a max-pool window within rounding of a tie comes out the other way,
+// its gradient goes elsewhere, and the runs branch. From the He-initialised
+// weights (zero biases) at lr 0.05, stage 02 alone ends 20 steps at summed
+// losses 946.8 or 962.0 depending on a 1e-6 change of its initial weights. So
+// the CNN comparisons start from weights spread uniformly (biases too, away
+// from 0; spread_parameters below) at lr 0.01, where the same 1e-6 change stays
+// under 7% of the tolerance (measured over 4 data seeds x 12 changes);
+// expect_training_does_not_branch keeps that true.
+constexpr double kCnnStepsLr = 0.01;
 
 /// `params` (for their names and shapes) redrawn: weights uniform in
 /// +-1/sqrt(fan-in), biases in +-0.1, so no bias starts at ReLU's kink.
@@ -33,6 +74,11 @@ inline std::vector<NamedTensor> spread_parameters(std::vector<NamedTensor> param
     for (float& v : p.tensor.data) v = static_cast<float>(rng.uniform(-a, a));
   }
   return params;
+}
+
+/// The weights every stage starts from for cfg.seed (stage 02's initial_parameters), redrawn spread out.
+inline std::vector<NamedTensor> spread_parameters(const EngineConfig& cfg, std::uint64_t seed) {
+  return spread_parameters(initial_parameters(cfg.arch, cfg.input, cfg.classes, cfg.seed, make_cnn_layer<float>), seed);
 }
 
 /// Stage 02 trains `train` (one epoch) from `initial`, and again, twice, from
