@@ -36,14 +36,16 @@ void register_fast_gemm_kernels() {
   add_gemm_kernel(kGemmBf16, {"BF16 mma", &matmul_bf16_mma, true});
   add_gemm_kernel(kGemmWgmma, {"BF16 wgmma", &matmul_wgmma, true});
   add_gemm_kernel(kGemmWgmmaTf32, {"TF32 wgmma", &matmul_wgmma_tf32, true});
+  add_gemm_kernel(kGemmTmaTf32, {"TF32 wgmma + TMA", &matmul_tma_tf32, true});
 }
 
 #ifndef COURSE_HAVE_SM90A
-// A build without sm_90a code (no 90 among CMAKE_CUDA_ARCHITECTURES) has no kernels 13 and 14 of
+// A build without sm_90a code (no 90 among CMAKE_CUDA_ARCHITECTURES) has no kernels 13 to 15 of
 // its own: they hand every product to kernels 12 and 11, and say so through wgmma_available().
 bool wgmma_available() { return false; }
 void matmul_wgmma(const GemmProblem& p, cudaStream_t stream) { matmul_bf16_mma(p, stream); }
 void matmul_wgmma_tf32(const GemmProblem& p, cudaStream_t stream) { matmul_tf32_mma(p, stream); }
+void matmul_tma_tf32(const GemmProblem& p, cudaStream_t stream) { matmul_tf32_mma(p, stream); }
 void matmul_wgmma_bf16_inputs(const GemmProblem& p, const __nv_bfloat16* A, const __nv_bfloat16* B,
                               cudaStream_t stream) {
   matmul_bf16_mma_bf16_inputs(p, A, B, stream);
@@ -52,7 +54,7 @@ void matmul_wgmma_bf16_inputs(const GemmProblem& p, const __nv_bfloat16* A, cons
 
 Precision gemm_precision(int kernel) {
   gemm_kernel_name(kernel);  // throws std::invalid_argument for a kernel gemm() does not know
-  if (kernel == kGemmTf32 || kernel == kGemmWgmmaTf32) return Precision::TF32;
+  if (kernel == kGemmTf32 || kernel == kGemmWgmmaTf32 || kernel == kGemmTmaTf32) return Precision::TF32;
   if (kernel == kGemmBf16 || kernel == kGemmWgmma) return Precision::BF16;
   return Precision::FP32;
 }

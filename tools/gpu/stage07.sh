@@ -85,7 +85,7 @@ if [ "$MODE" = perf ]; then
 fi
 if [ "$MODE" = sanitize ]; then
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  kernels='Task7_*:-*Large*:*Kernel10*:*TunesEachShape*:*NoCorrectCandidate*'
+  kernels='Task7_*:Stage07_TmaTf32.*:-*Large*:*Kernel10*:*TunesEachShape*:*NoCorrectCandidate*'
   step "memcheck (s07 kernels)" 200 "$sanitizer" --tool memcheck --error-exitcode 99 --print-limit 20 \
     "$BIN/s07_tests_solution" --gtest_brief=1 --gtest_filter="$kernels"
   # racecheck checks every shared-memory access: the tests' 17 shape classes x 8 layouts take more than
@@ -94,7 +94,7 @@ if [ "$MODE" = sanitize ]; then
   step "racecheck (s07 kernels)" 200 "$sanitizer" --tool racecheck --error-exitcode 99 --print-limit 20 \
     "$BIN/s07_matmul_sweep" --sizes 64,200 --layouts NN,NT,TN,TT --min-runs 1 --min-ms 0
   step "synccheck (s07 kernels)" 120 "$sanitizer" --tool synccheck --error-exitcode 99 --print-limit 20 \
-    "$BIN/s07_tests_solution" --gtest_brief=1 --gtest_filter='Task7_*EveryShapeClass*'
+    "$BIN/s07_tests_solution" --gtest_brief=1 --gtest_filter='Task7_*EveryShapeClass*:Stage07_TmaTf32.EveryShapeClass*'
   profile k10 matmul_async_copy 10 full
   profile k13 matmul_wgmma_kernel 13 full
 fi

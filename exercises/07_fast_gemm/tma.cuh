@@ -1,0 +1,79 @@
+/// @file tma.cuh
+/// @brief Stage 07: Hopper's tensor memory accelerator (TMA) and shared-memory barriers, as kernel 15 uses them (glue, not a task).
+///
+/// Compiled for sm_90a only (files named *_sm90a.cu include it).
+///
+/// - **TMA** copies a whole tile ("box") of a 2-D tensor from global to shared memory
+///   with one instruction, issued by one thread: `cp.async.bulk.tensor`. What it copies
+///   is described by a 128-byte *tensor map* built on the host (cuTensorMapEncodeTiled:
+///   the tensor's address, sizes and row stride, the box's sizes, the swizzle), passed to
+///   the kernel as a `__grid_constant__` parameter. Elements of a box outside the tensor
+///   arrive as zeros. With the 128-byte swizzle the tile lands in the layout wgmma reads
+///   (wgmma.cuh): the box's rows must then be 128 bytes (32 FP32 values) long.
+/// - A **shared-memory barrier** (mbarrier, 8 bytes) counts arrivals and bytes. A TMA
+///   copy names one: when its bytes have landed, it counts them off ("complete_tx"). A
+///   thread announces the bytes a phase waits for with arrive_expect_tx(); the phase
+///   completes when every expected arrival has come and every announced byte has landed.
+///   Threads wait for a phase by its parity (0, 1, 0, ...): phase n of a barrier that
+///   guards stage s of a ring of S stages is tile n S + s.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "07_fast_gemm/ptx.cuh"
+
+namespace course::tma {
+
+/// Makes `barrier` count `arrivals` arrivals per phase. One thread does it, then fence_barrier_init() and a __syncthreads().
+__device__ __forceinline__ void init_barrier(std::uint64_t* barrier, unsigned arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(ptx::shared_address(barrier)), "r"(arrivals) : "memory");
+}
+/// Makes the initialised barriers visible to the TMA unit (the async proxy).
+__device__ __forceinline__ void fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+/// One arrival at `barrier`'s current phase.
+__device__ __forceinline__ void arrive(std::uint64_t* barrier) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(ptx::shared_address(barrier)) : "memory");
+}
+/// One arrival that also announces `bytes` more bytes for the current phase to wait for.
+__device__ __forceinline__ void arrive_expect_tx(std::uint64_t* barrier, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(ptx::shared_address(barrier)), "r"(bytes)
+               : "memory");
+}
+/// Waits until the phase of parity `parity` of `barrier` has completed.
+__device__ __forceinline__ void wait(std::uint64_t* barrier, unsigned parity) {
+  asm volatile(
+      "{\n"
+      " .reg .pred done;\n"
+      " WAIT_%=:\n"
+      " mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      " @!done bra WAIT_%=;\n"
+      "}\n" ::"r"(ptx::shared_address(barrier)),
+      "r"(parity)
+      : "memory");
+}
+/// Copies the box of `map` whose first element is (c0 along the contiguous dimension, c1 along rows)
+/// to `dst` in shared memory; its bytes count off at `barrier`.
+__device__ __forceinline__ void load_2d(void* dst, const CUtensorMap* map, int c0, int c1, std::uint64_t* barrier) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          ptx::shared_address(dst)),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(ptx::shared_address(barrier))
+      : "memory");
+}
+/// The warpgroup gives up registers down to N per thread, or takes them up to N (setmaxnreg: the
+/// registers move between the warpgroups of a block; every thread of the warpgroup executes it).
+template <int N>
+__device__ __forceinline__ void release_registers() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void claim_registers() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+}  // namespace course::tma
