@@ -37,15 +37,21 @@ void register_fast_gemm_kernels() {
   add_gemm_kernel(kGemmWgmma, {"BF16 wgmma", &matmul_wgmma, true});
   add_gemm_kernel(kGemmWgmmaTf32, {"TF32 wgmma", &matmul_wgmma_tf32, true});
   add_gemm_kernel(kGemmTmaTf32, {"TF32 wgmma + TMA", &matmul_tma_tf32, true});
+  add_gemm_kernel(kGemmTmaBf16, {"BF16 wgmma + TMA", &matmul_tma_bf16, true});
 }
 
 #ifndef COURSE_HAVE_SM90A
-// A build without sm_90a code (no 90 among CMAKE_CUDA_ARCHITECTURES) has no kernels 13 to 15 of
+// A build without sm_90a code (no 90 among CMAKE_CUDA_ARCHITECTURES) has no kernels 13 to 16 of
 // its own: they hand every product to kernels 12 and 11, and say so through wgmma_available().
 bool wgmma_available() { return false; }
 void matmul_wgmma(const GemmProblem& p, cudaStream_t stream) { matmul_bf16_mma(p, stream); }
 void matmul_wgmma_tf32(const GemmProblem& p, cudaStream_t stream) { matmul_tf32_mma(p, stream); }
 void matmul_tma_tf32(const GemmProblem& p, cudaStream_t stream) { matmul_tf32_mma(p, stream); }
+void matmul_tma_bf16(const GemmProblem& p, cudaStream_t stream) { matmul_bf16_mma(p, stream); }
+void matmul_tma_bf16_inputs(const GemmProblem& p, const __nv_bfloat16* A, const __nv_bfloat16* B,
+                            cudaStream_t stream) {
+  matmul_bf16_mma_bf16_inputs(p, A, B, stream);
+}
 void matmul_wgmma_bf16_inputs(const GemmProblem& p, const __nv_bfloat16* A, const __nv_bfloat16* B,
                               cudaStream_t stream) {
   matmul_bf16_mma_bf16_inputs(p, A, B, stream);
@@ -55,7 +61,7 @@ void matmul_wgmma_bf16_inputs(const GemmProblem& p, const __nv_bfloat16* A, cons
 Precision gemm_precision(int kernel) {
   gemm_kernel_name(kernel);  // throws std::invalid_argument for a kernel gemm() does not know
   if (kernel == kGemmTf32 || kernel == kGemmWgmmaTf32 || kernel == kGemmTmaTf32) return Precision::TF32;
-  if (kernel == kGemmBf16 || kernel == kGemmWgmma) return Precision::BF16;
+  if (kernel == kGemmBf16 || kernel == kGemmWgmma || kernel == kGemmTmaBf16) return Precision::BF16;
   return Precision::FP32;
 }
 
@@ -70,8 +76,8 @@ int default_kernel(Precision precision) {
 
 void gemm_bf16(int kernel, bool trans_a, bool trans_b, int M, int N, int K, float alpha, const __nv_bfloat16* A,
                const __nv_bfloat16* B, float beta, float* C, cudaStream_t stream) {
-  if (kernel != kGemmBf16 && kernel != kGemmWgmma)
-    throw std::invalid_argument("gemm_bf16: kernel " + std::to_string(kernel) + " does not take BF16 inputs (12 and 13 do)");
+  if (kernel != kGemmBf16 && kernel != kGemmWgmma && kernel != kGemmTmaBf16)
+    throw std::invalid_argument("gemm_bf16: kernel " + std::to_string(kernel) + " does not take BF16 inputs (12, 13 and 16 do)");
   if (M < 0 || N < 0 || K < 0)
     throw std::invalid_argument("gemm_bf16: sizes must not be negative, got M=" + std::to_string(M) +
                                 " N=" + std::to_string(N) + " K=" + std::to_string(K));
@@ -82,6 +88,8 @@ void gemm_bf16(int kernel, bool trans_a, bool trans_b, int M, int N, int K, floa
   const GemmProblem p{trans_a, trans_b, M, N, K, alpha, beta, nullptr, nullptr, C};
   if (kernel == kGemmWgmma)
     matmul_wgmma_bf16_inputs(p, A, B, stream);
+  else if (kernel == kGemmTmaBf16)
+    matmul_tma_bf16_inputs(p, A, B, stream);
   else
     matmul_bf16_mma_bf16_inputs(p, A, B, stream);
 }

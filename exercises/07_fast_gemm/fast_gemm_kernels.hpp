@@ -38,6 +38,7 @@ void matmul_bf16_mma(const GemmProblem& p, cudaStream_t stream);     ///< kernel
 void matmul_wgmma(const GemmProblem& p, cudaStream_t stream);        ///< kernel 13, Task 7.8 (FP32 inputs)
 void matmul_wgmma_tf32(const GemmProblem& p, cudaStream_t stream);   ///< kernel 14, Task 7.8
 void matmul_tma_tf32(const GemmProblem& p, cudaStream_t stream);     ///< kernel 15 (given)
+void matmul_tma_bf16(const GemmProblem& p, cudaStream_t stream);     ///< kernel 16 (given, FP32 inputs)
 
 /// The number of SMs of the current device (read once): kernels 11 and 12 pick smaller tiles
 /// for products with fewer large tiles than that.
@@ -49,8 +50,11 @@ void matmul_bf16_mma_bf16_inputs(const GemmProblem& p, const __nv_bfloat16* A, c
                                  cudaStream_t stream);
 void matmul_wgmma_bf16_inputs(const GemmProblem& p, const __nv_bfloat16* A, const __nv_bfloat16* B,
                               cudaStream_t stream);
+/// Kernel 16 on BF16 inputs.
+void matmul_tma_bf16_inputs(const GemmProblem& p, const __nv_bfloat16* A, const __nv_bfloat16* B,
+                            cudaStream_t stream);
 
-/// True when kernels 13 to 15 run their own wgmma code here: the build has sm_90a code
+/// True when kernels 13 to 16 run their own wgmma code here: the build has sm_90a code
 /// (COURSE_HAVE_SM90A) and the GPU is a Hopper (compute capability 9.0). Otherwise kernel 13
 /// hands every product to kernel 12, and kernel 14 to kernel 11.
 bool wgmma_available();

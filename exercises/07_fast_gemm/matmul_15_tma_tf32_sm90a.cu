@@ -29,7 +29,6 @@
 /// 16-byte aligned with rows of multiples of 4 values (TMA's rule for strides), on a Hopper
 /// GPU; the others, and A^T B, go to kernel 14.
 #include <cuda.h>
-#include <cudaTypedefs.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -173,35 +172,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-/// cuTensorMapEncodeTiled, from the driver (through the runtime: no link to libcuda).
-PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found));
-    if (found != cudaDriverEntryPointSuccess || f == nullptr)
-      throw GpuError("kernel 15: the driver has no cuTensorMapEncodeTiled (TMA needs CUDA 12 or later)");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  return fn;
-}
-
 /// The tensor map of a row-major FP32 matrix [rows, ld] of which `cols` columns are used, in
-/// boxes of box_rows x 32 columns (128 bytes, 128-byte swizzled).
+/// boxes of box_rows x 32 columns (tma.cuh).
 CUtensorMap tensor_map(const float* data, int cols, int rows, int ld, int box_rows) {
-  CUtensorMap map;
-  const cuuint64_t size[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t stride[1] = {static_cast<cuuint64_t>(ld) * sizeof(float)};
-  const cuuint32_t box[2] = {32, static_cast<cuuint32_t>(box_rows)};
-  const cuuint32_t step[2] = {1, 1};
-  const CUresult r = encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(data), size, stride, box,
-                                    step, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    throw GpuError("kernel 15: cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(r)) +
-                   ") for a matrix of " + std::to_string(rows) + " x " + std::to_string(cols) + " values, rows " +
-                   std::to_string(ld) + " apart");
-  return map;
+  return tma::tensor_map_2d(data, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, cols, rows, ld, box_rows, "kernel 15");
 }
 
 /// X: `x` as kernel 14's roles give it (outer rows of X, ld, whether its rows run along k). Y: `y`.
@@ -214,18 +188,8 @@ void launch(const GemmProblem& p, const simt::Operand& x, const simt::Operand& y
     return true;
   }();
   (void)raised;
-  // Y rounded to TF32 into a workspace of its own stored size, allocated and freed in stream order
-  // from the device's memory pool. The pool keeps what is freed (its default is to hand it back to
-  // the driver at every synchronisation, and allocating 64 MiB afresh costs more than the rounding).
-  static const bool pool_keeps = [] {
-    int dev = 0;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    cudaMemPool_t pool = nullptr;
-    CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
-    std::uint64_t keep_all = ~std::uint64_t{0};
-    CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all));
-    return true;
-  }();
+  // Y rounded to TF32 into a workspace of its own stored size, allocated and freed in stream order.
+  static const bool pool_keeps = (tma::keep_freed_pool_memory(), true);
   (void)pool_keeps;
   const std::size_t y_floats = static_cast<std::size_t>(y.outer) * y.ld;
   float* y_rounded = nullptr;

@@ -19,11 +19,14 @@
 #pragma once
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
 
 #include "07_fast_gemm/ptx.cuh"
+#include "common/cuda_check.hpp"
 
 namespace course::tma {
 
@@ -74,6 +77,45 @@ __device__ __forceinline__ void release_registers() {
 template <int N>
 __device__ __forceinline__ void claim_registers() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+/// The tensor map of a row-major matrix [rows, ld] of `element_bytes`-byte values of which `cols`
+/// columns are used, copied in boxes of box_rows x (128 bytes of columns), 128-byte swizzled;
+/// elements past the edges arrive as zeros. `who` names the kernel in an error.
+inline CUtensorMap tensor_map_2d(const void* data, CUtensorMapDataType type, int element_bytes, int cols, int rows,
+                                 int ld, int box_rows, const char* who) {
+  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || f == nullptr)
+      throw GpuError("the driver has no cuTensorMapEncodeTiled: TMA (kernels 15 and 16) needs CUDA 12 or later");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  CUtensorMap map;
+  const cuuint64_t size[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t stride[1] = {static_cast<cuuint64_t>(ld) * element_bytes};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(128 / element_bytes), static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t step[2] = {1, 1};
+  const CUresult r = encode(&map, type, 2, const_cast<void*>(data), size, stride, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw GpuError(std::string(who) + ": cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(r)) +
+                   ") for a matrix of " + std::to_string(rows) + " x " + std::to_string(cols) + " values, rows " +
+                   std::to_string(ld) + " apart");
+  return map;
+}
+
+/// Makes the current device's stream-ordered memory pool keep what is freed (the default gives it
+/// back to the driver at every synchronisation, and allocating tens of MiB afresh at every call
+/// costs more than the work it is for). Kernels 15 and 16 allocate their workspaces from it.
+inline void keep_freed_pool_memory() {
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  cudaMemPool_t pool = nullptr;
+  CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
+  std::uint64_t keep_all = ~std::uint64_t{0};
+  CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all));
 }
 
 }  // namespace course::tma

@@ -17,9 +17,10 @@
 /// | 13 | matmul_13_wgmma_sm90a.cu     | 7.8  | Hopper's wgmma: the tensor cores read shared memory themselves | BF16 |
 /// | 14 | matmul_14_wgmma_tf32_sm90a.cu| 7.8  | wgmma in TF32, one operand from registers                      | TF32 |
 /// | 15 | matmul_15_tma_tf32_sm90a.cu  | —    | kernel 14 with TMA copies by one thread, barriers, Y rounded first (given) | TF32 |
+/// | 16 | matmul_16_tma_bf16_sm90a.cu  | —    | kernel 13 with kernel 15's TMA copies and barriers (given)      | BF16 |
 ///
 /// (Task 7.5 is the rounding of FP32 to TF32 and BF16, rounding.cuh, that 11 to 14 use.)
-/// Kernels 13 to 15 need a Hopper GPU and a build for it (sm_90a); elsewhere they hand
+/// Kernels 13 to 16 need a Hopper GPU and a build for it (sm_90a); elsewhere they hand
 /// every product to kernels 12 and 11 (wgmma_available() says which).
 ///
 /// Every kernel computes C = alpha op(A) op(B) + beta C with stage 04's layouts
@@ -52,7 +53,8 @@ constexpr int kGemmBf16 = 12;           ///< Task 7.7: BF16 tensor cores
 constexpr int kGemmWgmma = 13;          ///< Task 7.8: BF16 on Hopper's warpgroup MMA
 constexpr int kGemmWgmmaTf32 = 14;      ///< Task 7.8: TF32 on Hopper's warpgroup MMA
 constexpr int kGemmTmaTf32 = 15;        ///< given: kernel 14 with TMA, barriers and split roles
-constexpr int kLastFastGemm = kGemmTmaTf32;
+constexpr int kGemmTmaBf16 = 16;        ///< given: kernel 13 with TMA, barriers and split roles
+constexpr int kLastFastGemm = kGemmTmaBf16;
 
 /// What a kernel's multiplications round their operands to. Every kernel adds in FP32.
 enum class Precision { FP32, TF32, BF16 };

@@ -3,7 +3,7 @@
 //   s07_train_solution --model cnn                       (kernel 10: autotuned FP32; the choices are printed)
 //   s07_train_solution --model cnn --precision bf16      (kernel 12: BF16 tensor cores, FP32 weights and loss)
 //   s07_train_solution --model mlp --precision tf32      (kernel 11: TF32 tensor cores)
-//   s07_train_solution --model mlp --kernel 8            (any of gemm()'s kernels, 0 to 15)
+//   s07_train_solution --model mlp --kernel 8            (any of gemm()'s kernels, 0 to 16)
 //   s07_train_exercise --model cnn --kernel 9            (your kernels, from exercises/)
 //
 // Besides the shared flags: --kernel N and --precision fp32|tf32|bf16. A precision

@@ -14,7 +14,7 @@
 //   precision  contenders                                                     yardstick
 //   FP32       kernels 6 (stage 04's best), 7, 8, 9, 10 (autotuned)          cuBLAS SGEMM (kernel 0)
 //   TF32       kernels 11, 14 and 15                                          cublasGemmEx, FP32 in, COMPUTE_32F_FAST_TF32
-//   BF16       kernels 12 and 13 on BF16 inputs (gemm_bf16), on FP32 (gemm)  cublasGemmEx, BF16 in, COMPUTE_32F
+//   BF16       kernels 12, 13, 16 on BF16 inputs (gemm_bf16), on FP32 (gemm) cublasGemmEx, BF16 in, COMPUTE_32F
 //
 // Each figure is the median of at least --min-runs calls, and of as many more as fit in
 // --min-ms milliseconds, timed one by one with CUDA events after an untimed warm-up
@@ -122,8 +122,8 @@ std::vector<Contender> all_contenders() {
   c.push_back({"cuBLAS bf16", Precision::BF16, true, -1, [](const Shape& s, Operands& o, float* C) {
                  course::cublas_gemm_bf16(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.f, o.A_bf16.get(), o.B_bf16.get(), 0.f, C);
                }});
-  for (int k : {course::kGemmBf16, course::kGemmWgmma}) {
-    const std::string name = std::to_string(k) + (k == course::kGemmBf16 ? " BF16 mma" : " BF16 wgmma");
+  for (int k : {course::kGemmBf16, course::kGemmWgmma, course::kGemmTmaBf16}) {
+    const std::string name = std::to_string(k) + " " + course::gemm_kernel_name(k);
     c.push_back({name + " bf16 in", Precision::BF16, false, -1,
                  [k](const Shape& s, Operands& o, float* C) {
                    course::gemm_bf16(k, s.trans_a, s.trans_b, s.M, s.N, s.K, 1.f, o.A_bf16.get(), o.B_bf16.get(), 0.f, C);
@@ -327,7 +327,7 @@ int main(int argc, char** argv) {
               "rel_error\n";
     }
     if (!course::wgmma_available())
-      std::printf("note: kernels 13 to 15 (wgmma) need a Hopper GPU and an sm_90a build; here they run 12 and 11\n");
+      std::printf("note: kernels 13 to 16 (wgmma) need a Hopper GPU and an sm_90a build; here they run 12 and 11\n");
     std::printf("%s; median of >= %d runs (>= %.0f ms) per point; %% = the same precision's cuBLAS time / this "
                 "one's\n",
                 course::gpu_name().c_str(), o.min_runs, o.min_ms);

@@ -1,0 +1,64 @@
+// Kernels 15 and 16 (given: kernels 14 and 13 with TMA copies, barriers and split roles):
+// kernel 15 (TF32, Y rounded first) and kernel 16 (BF16, on FP32 inputs rounded first and on
+// BF16 inputs) against the exact product of the operands rounded to their precision (every
+// element) and of the unrounded ones (in norm), at every shape class and layout
+// (fast_gemm_check.hpp): edges past the tiles come from TMA's zero fill, so every odd size
+// must come out right. What they do not take (A^T B for kernel 15, split-K, misaligned rows)
+// goes to kernels 14 and 13 and must come out right all the same. Without a Hopper GPU and a
+// build for sm_90a these tests skip, saying so.
+#include <gtest/gtest.h>
+
+#include "07_fast_gemm/fast_gemm_kernels.hpp"
+#include "fast_gemm_check.hpp"
+
+using namespace course;
+using namespace course::s07test;
+
+#define SKIP_WITHOUT_TMA()                                                                               \
+  do {                                                                                                   \
+    SKIP_WITHOUT_GPU();                                                                                  \
+    if (!wgmma_available())                                                                              \
+      GTEST_SKIP() << "kernels 15 and 16 need a Hopper GPU (compute capability 9.0) and a build with 90 " \
+                      "among CMAKE_CUDA_ARCHITECTURES; here they hand every product to kernels 11 and 12"; \
+  } while (0)
+
+TEST(Stage07_TmaTf32, EveryShapeClassAndLayout) {
+  SKIP_WITHOUT_TMA();
+  expect_kernel_right(kGemmTmaTf32, shape_classes());
+}
+
+TEST(Stage07_TmaTf32, MisalignedAndOddRowsGoToKernel14) {
+  SKIP_WITHOUT_TMA();
+  expect_kernel_right(kGemmTmaTf32, misaligned_cases());
+}
+
+TEST(Stage07_TmaTf32, LargeProducts) {
+  SKIP_WITHOUT_TMA();
+  expect_kernel_right(kGemmTmaTf32, large_cases(), /*every_layout=*/false);
+}
+
+TEST(Stage07_TmaTf32, SplitKSlicesGoToKernel14) {
+  SKIP_WITHOUT_TMA();
+  expect_k_slices_right(kGemmTmaTf32);
+}
+
+TEST(Stage07_TmaBf16, EveryShapeClassAndLayout) {
+  SKIP_WITHOUT_TMA();
+  expect_kernel_right(kGemmTmaBf16, shape_classes());
+}
+
+TEST(Stage07_TmaBf16, MisalignedAndOddRowsGoToKernel13) {
+  SKIP_WITHOUT_TMA();
+  expect_kernel_right(kGemmTmaBf16, misaligned_cases());
+}
+
+TEST(Stage07_TmaBf16, LargeProductsAndSplitK) {
+  SKIP_WITHOUT_TMA();
+  expect_kernel_right(kGemmTmaBf16, large_cases(), /*every_layout=*/false);
+  expect_k_slices_right(kGemmTmaBf16);
+}
+
+TEST(Stage07_TmaBf16, Bf16InputsEveryShapeClassAndLayout) {
+  SKIP_WITHOUT_TMA();
+  expect_bf16_inputs_right(kGemmTmaBf16);
+}
