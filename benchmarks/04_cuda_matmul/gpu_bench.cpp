@@ -4,7 +4,8 @@
 //   build/bin/s04_bench --benchmark_filter=BM_Matmul/6/   one kernel at every size
 //
 // Every figure is GPU time between two CUDA events around the work (manual
-// time), after one untimed warm-up call. The names match stage 01's
+// time), after one untimed warm-up call (benchmarks/support/gpu_benchmark.hpp;
+// BM_Matmul is matmul_bench.hpp, which stage 07 runs too). The names match stage 01's
 // benchmarks (BM_DenseForward/B/IN/OUT, BM_DenseBackward/..., BM_TrainStep_MLP),
 // so Google Benchmark's compare.py sets the two stages side by side.
 //
@@ -25,69 +26,20 @@
 #include "04_cuda_matmul/gemm.hpp"
 #include "04_cuda_matmul/gpu_mlp_engine.hpp"
 #include "04_cuda_matmul/mlp_kernels.hpp"
+#include "benchmarks/04_cuda_matmul/matmul_bench.hpp"
+#include "benchmarks/support/gpu_benchmark.hpp"
 #include "common/cuda_check.hpp"
 #include "common/data.hpp"
-#include "common/rng.hpp"
 
 namespace {
 
 using course::DeviceBuffer;
-
-DeviceBuffer<float> random_device(std::size_t n, std::uint64_t seed) {
-  course::Rng rng(seed, 13);
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(rng.uniform(-1.0, 1.0));
-  DeviceBuffer<float> d;
-  d.upload(v);
-  return d;
-}
-
-// Times `work` with CUDA events, one call per iteration, after a warm-up call.
-// Without a GPU, or when the work throws, the benchmark reports the error.
-template <typename Setup>
-void time_on_gpu(benchmark::State& state, Setup&& setup) {
-  std::string why;
-  if (!course::gpu_available(&why)) {
-    state.SkipWithError(why.c_str());
-    return;
-  }
-  try {
-    auto work = setup();  // allocations and uploads stay out of the timing
-    work();
-    CUDA_CHECK(cudaDeviceSynchronize());
-    cudaEvent_t start = nullptr, stop = nullptr;
-    CUDA_CHECK(cudaEventCreate(&start));
-    CUDA_CHECK(cudaEventCreate(&stop));
-    for (auto _ : state) {
-      CUDA_CHECK(cudaEventRecord(start));
-      work();
-      CUDA_CHECK(cudaEventRecord(stop));
-      CUDA_CHECK(cudaEventSynchronize(stop));
-      float ms = 0;
-      CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-      state.SetIterationTime(ms / 1e3);
-    }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-  }
-}
+using course::bench::random_device;
+using course::bench::time_on_gpu;
 
 void BM_Matmul(benchmark::State& state) {
-  const int kernel = static_cast<int>(state.range(0)), n = static_cast<int>(state.range(1));
-  const std::size_t size = static_cast<std::size_t>(n) * n;
-  DeviceBuffer<float> A, B, C;
-  time_on_gpu(state, [&] {
-    A = random_device(size, 1);
-    B = random_device(size, 2);
-    C.resize(size);
-    return [&] { course::gemm(kernel, false, false, n, n, n, 1.f, A.get(), B.get(), 0.f, C.get()); };
-  });
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(2.0 * n * n * static_cast<double>(n) * 1e-9 * static_cast<double>(state.iterations()),
-                         benchmark::Counter::kIsRate);
-  state.SetLabel(course::gemm_kernel_name(kernel));
+  course::bench::time_square_matmul(state);
+  state.SetLabel(course::gemm_kernel_name(static_cast<int>(state.range(0))));
 }
 
 void matmul_sizes(benchmark::internal::Benchmark* b) {

@@ -26,6 +26,7 @@
 #include "05_im2col_gemm/conv_gpu.hpp"
 #include "05_im2col_gemm/gpu_cnn_engine.hpp"
 #include "05_im2col_gemm/pool_gpu.hpp"
+#include "benchmarks/support/gpu_benchmark.hpp"
 #include "common/cuda_check.hpp"
 #include "common/data.hpp"
 #include "common/rng.hpp"
@@ -34,6 +35,8 @@ namespace {
 
 using course::bench::ConvLayerShape;
 using course::bench::PoolLayerShape;
+using course::bench::skip_without_gpu;
+using course::bench::time_each_call;
 
 constexpr int kBatch = 64;
 
@@ -51,14 +54,6 @@ const std::vector<Variant>& variants() {
   return v;
 }
 
-/// Skips the benchmark with the reason when there is no GPU.
-bool have_gpu(benchmark::State& state) {
-  std::string why;
-  if (course::gpu_available(&why)) return true;
-  state.SkipWithError(("no GPU: " + why).c_str());
-  return false;
-}
-
 /// A device buffer of n normal random values (never zeros: zeros can run faster than data).
 course::DeviceBuffer<float> random_buffer(std::size_t n, std::uint64_t seed) {
   std::vector<float> v(n);
@@ -67,27 +62,6 @@ course::DeviceBuffer<float> random_buffer(std::size_t n, std::uint64_t seed) {
   course::DeviceBuffer<float> d;
   d.upload(v);
   return d;
-}
-
-/// Times `op` with CUDA events on the default stream, one iteration at a time, after one warm-up call.
-template <typename Op>
-void time_on_gpu(benchmark::State& state, Op&& op) {
-  cudaEvent_t start = nullptr, stop = nullptr;
-  CUDA_CHECK(cudaEventCreate(&start));
-  CUDA_CHECK(cudaEventCreate(&stop));
-  op();  // warm-up: module loading, the cuBLAS handle, first touches of the buffers
-  CUDA_CHECK(cudaDeviceSynchronize());
-  for (auto _ : state) {
-    CUDA_CHECK(cudaEventRecord(start));
-    op();
-    CUDA_CHECK(cudaEventRecord(stop));
-    CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0.f;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    state.SetIterationTime(ms / 1e3);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
 }
 
 course::ConvGeometry geometry(const ConvLayerShape& s) { return {s.C_in, s.H, s.W, s.C_out, s.K, s.P, s.S}; }
@@ -120,33 +94,33 @@ void set_conv_counters(benchmark::State& state, const ConvLayerShape& s, const C
 }
 
 void conv_forward(benchmark::State& state, const ConvLayerShape& s, const Variant& v) {
-  if (!have_gpu(state)) return;
+  if (skip_without_gpu(state)) return;
   const course::ConvGeometry g = geometry(s);
   ConvSetup setup(v, g);
   const auto x = random_buffer(kBatch * g.in_size(), 1), W = random_buffer(g.weight_size(), 2),
              b = random_buffer(g.C_out, 3);
   course::DeviceBuffer<float> y(kBatch * g.out_size());
-  time_on_gpu(state, [&] { course::conv_forward_gpu(setup.ctx, x.get(), W.get(), b.get(), y.get(), kBatch, g); });
+  time_each_call(state, [&] { course::conv_forward_gpu(setup.ctx, x.get(), W.get(), b.get(), y.get(), kBatch, g); });
   set_conv_counters(state, s, setup);
 }
 
 void conv_backward_data(benchmark::State& state, const ConvLayerShape& s, const Variant& v) {
-  if (!have_gpu(state)) return;
+  if (skip_without_gpu(state)) return;
   const course::ConvGeometry g = geometry(s);
   ConvSetup setup(v, g);
   const auto dy = random_buffer(kBatch * g.out_size(), 1), W = random_buffer(g.weight_size(), 2);
   course::DeviceBuffer<float> dx(kBatch * g.in_size());
-  time_on_gpu(state, [&] { course::conv_backward_input_gpu(setup.ctx, dy.get(), W.get(), dx.get(), kBatch, g); });
+  time_each_call(state, [&] { course::conv_backward_input_gpu(setup.ctx, dy.get(), W.get(), dx.get(), kBatch, g); });
   set_conv_counters(state, s, setup);
 }
 
 void conv_backward_filter(benchmark::State& state, const ConvLayerShape& s, const Variant& v) {
-  if (!have_gpu(state)) return;
+  if (skip_without_gpu(state)) return;
   const course::ConvGeometry g = geometry(s);
   ConvSetup setup(v, g);
   const auto x = random_buffer(kBatch * g.in_size(), 1), dy = random_buffer(kBatch * g.out_size(), 2);
   course::DeviceBuffer<float> dW(g.weight_size()), db(g.C_out);
-  time_on_gpu(state, [&] {
+  time_each_call(state, [&] {
     course::conv_backward_weight_gpu(setup.ctx, x.get(), dy.get(), dW.get(), kBatch, g);
     course::conv_backward_bias_gpu(dy.get(), db.get(), kBatch, g);
   });
@@ -154,31 +128,31 @@ void conv_backward_filter(benchmark::State& state, const ConvLayerShape& s, cons
 }
 
 void maxpool_forward(benchmark::State& state, const PoolLayerShape& s) {
-  if (!have_gpu(state)) return;
+  if (skip_without_gpu(state)) return;
   const course::PoolGeometry g = geometry(s);
   const auto x = random_buffer(kBatch * g.in_size(), 1);
   course::DeviceBuffer<float> y(kBatch * g.out_size());
   course::DeviceBuffer<int> argmax(y.size());
-  time_on_gpu(state, [&] { course::maxpool_forward_gpu(x.get(), y.get(), argmax.get(), kBatch, g); });
+  time_each_call(state, [&] { course::maxpool_forward_gpu(x.get(), y.get(), argmax.get(), kBatch, g); });
   state.SetItemsProcessed(state.iterations() * kBatch);
   state.SetLabel(g.str() + ", batch " + std::to_string(kBatch));
 }
 
 void maxpool_backward(benchmark::State& state, const PoolLayerShape& s) {
-  if (!have_gpu(state)) return;
+  if (skip_without_gpu(state)) return;
   const course::PoolGeometry g = geometry(s);
   const auto x = random_buffer(kBatch * g.in_size(), 1), dy = random_buffer(kBatch * g.out_size(), 2);
   course::DeviceBuffer<float> y(dy.size()), dx(x.size());
   course::DeviceBuffer<int> argmax(y.size());
   course::maxpool_forward_gpu(x.get(), y.get(), argmax.get(), kBatch, g);  // a real arg-max pattern
-  time_on_gpu(state, [&] { course::maxpool_backward_gpu(dy.get(), argmax.get(), dx.get(), kBatch, g); });
+  time_each_call(state, [&] { course::maxpool_backward_gpu(dy.get(), argmax.get(), dx.get(), kBatch, g); });
   state.SetItemsProcessed(state.iterations() * kBatch);
   state.SetLabel(g.str() + ", batch " + std::to_string(kBatch));
 }
 
 /// One training step of the engine on a synthetic Fashion-MNIST-shaped set of 16 batches, cycling through them.
 void train_step(benchmark::State& state, const std::string& model, const Variant& v) {
-  if (!have_gpu(state)) return;
+  if (skip_without_gpu(state)) return;
   course::EngineConfig cfg;
   cfg.arch = course::parse_arch(course::named_model_spec(model));
   cfg.input = {1, 28, 28};
@@ -188,7 +162,7 @@ void train_step(benchmark::State& state, const std::string& model, const Variant
   const course::Dataset data = course::make_synthetic(16 * kBatch, cfg.input, cfg.classes, 1);
   engine.begin_epoch(data, 0);
   int b = 0;
-  time_on_gpu(state, [&] {
+  time_each_call(state, [&] {
     engine.train_batch(b);
     b = (b + 1) % engine.num_batches();
   });

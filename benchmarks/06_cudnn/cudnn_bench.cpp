@@ -33,6 +33,7 @@
 #include "06_cudnn/gpu_handles.hpp"
 #include "06_cudnn/pool_cudnn.hpp"
 #include "06_cudnn/step_graph.hpp"
+#include "benchmarks/support/gpu_benchmark.hpp"
 #include "common/cuda_check.hpp"
 #include "common/cudnn_check.hpp"
 #include "common/data.hpp"
@@ -41,30 +42,13 @@
 namespace {
 
 using course::bench::ConvLayerShape;
+using course::bench::EventTimer;
 using course::bench::PoolLayerShape;
+using course::bench::run_on_gpu;
 
 constexpr int kBatch = 64;
 constexpr int kReps = 20;   // calls per timed graph replay (layer benchmarks)
 constexpr int kSteps = 16;  // training steps per timed interval
-
-bool skip_without_gpu(benchmark::State& state) {
-  std::string why;
-  if (course::gpu_available(&why)) return false;
-  state.SkipWithError(why.c_str());
-  return true;
-}
-
-/// Runs a benchmark body; an exception (a failed CUDA, cuDNN or cuBLAS call)
-/// ends this benchmark with its message instead of the whole program.
-template <typename Body>
-void guarded(benchmark::State& state, Body&& body) {
-  if (skip_without_gpu(state)) return;
-  try {
-    body();
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-  }
-}
 
 course::DeviceBuffer<float> random_device(std::size_t n, std::uint64_t seed) {
   std::vector<float> v(n);
@@ -77,32 +61,6 @@ course::DeviceBuffer<float> random_device(std::size_t n, std::uint64_t seed) {
 
 course::ConvGeometry geometry(const ConvLayerShape& s) { return {s.C_in, s.H, s.W, s.C_out, s.K, s.P, s.S}; }
 course::PoolGeometry geometry(const PoolLayerShape& s) { return {s.C, s.H, s.W, s.K, s.S, s.P}; }
-
-/// CUDA events around `work`, which queues on `stream`; returns milliseconds.
-class EventTimer {
- public:
-  EventTimer() {
-    CUDA_CHECK(cudaEventCreate(&start_));
-    CUDA_CHECK(cudaEventCreate(&stop_));
-  }
-  ~EventTimer() {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-  }
-  template <typename Work>
-  double time_ms(cudaStream_t stream, Work&& work) {
-    CUDA_CHECK(cudaEventRecord(start_, stream));
-    work();
-    CUDA_CHECK(cudaEventRecord(stop_, stream));
-    CUDA_CHECK(cudaEventSynchronize(stop_));
-    float ms = 0.f;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-    return ms;
-  }
-
- private:
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
-};
 
 /// Times `call` (one cuDNN call on the context's stream) as GPU time per call:
 /// kReps calls recorded as one graph, replayed once per iteration.
@@ -151,7 +109,7 @@ struct ConvSetup {
 };
 
 void conv_forward(benchmark::State& state, const ConvLayerShape& s) {
-  guarded(state, [&] {
+  run_on_gpu(state, [&] {
     course::GpuContext ctx;
     ConvSetup c(ctx, s);
     time_calls(state, ctx, [&] {
@@ -162,7 +120,7 @@ void conv_forward(benchmark::State& state, const ConvLayerShape& s) {
 }
 
 void conv_backward_data(benchmark::State& state, const ConvLayerShape& s) {
-  guarded(state, [&] {
+  run_on_gpu(state, [&] {
     course::GpuContext ctx;
     ConvSetup c(ctx, s);
     const float one = 1.f, zero = 0.f;
@@ -177,7 +135,7 @@ void conv_backward_data(benchmark::State& state, const ConvLayerShape& s) {
 }
 
 void conv_backward_filter(benchmark::State& state, const ConvLayerShape& s) {
-  guarded(state, [&] {
+  run_on_gpu(state, [&] {
     course::GpuContext ctx;
     ConvSetup c(ctx, s);
     // dW and db, as stage 02's conv2d_backward_weight: conv_backward_cudnn with a null dx.
@@ -190,7 +148,7 @@ void conv_backward_filter(benchmark::State& state, const ConvLayerShape& s) {
 }
 
 void maxpool_forward(benchmark::State& state, const PoolLayerShape& s) {
-  guarded(state, [&] {
+  run_on_gpu(state, [&] {
     course::GpuContext ctx;
     const course::PoolGeometry g = geometry(s);
     course::PoolDescriptors d;
@@ -203,7 +161,7 @@ void maxpool_forward(benchmark::State& state, const PoolLayerShape& s) {
 }
 
 void maxpool_backward(benchmark::State& state, const PoolLayerShape& s) {
-  guarded(state, [&] {
+  run_on_gpu(state, [&] {
     course::GpuContext ctx;
     const course::PoolGeometry g = geometry(s);
     course::PoolDescriptors d;
@@ -220,7 +178,7 @@ void maxpool_backward(benchmark::State& state, const PoolLayerShape& s) {
 /// kSteps training steps of `model` per iteration, timed with events; epochs
 /// of 64 batches roll over between iterations, outside the timing.
 void train_steps(benchmark::State& state, const std::string& model, bool graph) {
-  guarded(state, [&] {
+  run_on_gpu(state, [&] {
     course::EngineConfig cfg;
     cfg.arch = course::parse_arch(course::named_model_spec(model));
     cfg.input = {1, 28, 28};

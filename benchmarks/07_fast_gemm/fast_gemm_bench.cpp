@@ -9,7 +9,7 @@
 //   BM_TrainStep_CNN[_tf32|_bf16] the same for cnn
 //
 // Every figure is GPU time between CUDA events around the work (manual time), after an untimed
-// warm-up call, in which kernel 10 also tunes every shape it meets.
+// warm-up call, in which kernel 10 also tunes every shape it meets (benchmarks/support/gpu_benchmark.hpp).
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -20,69 +20,26 @@
 #include "07_fast_gemm/autotune.hpp"
 #include "07_fast_gemm/fast_gemm.hpp"
 #include "07_fast_gemm/fast_gemm_engine.hpp"
-#include "common/cuda_check.hpp"
+#include "benchmarks/04_cuda_matmul/matmul_bench.hpp"
+#include "benchmarks/support/gpu_benchmark.hpp"
 #include "common/data.hpp"
-#include "common/rng.hpp"
 
 namespace {
 
-using course::DeviceBuffer;
+using course::bench::time_on_gpu;
 
-DeviceBuffer<float> random_device(std::size_t n, std::uint64_t seed) {
-  course::Rng rng(seed, 13);
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(rng.uniform(-1.0, 1.0));
-  DeviceBuffer<float> d;
-  d.upload(v);
-  return d;
+// Stage 07's kernels in gemm()'s table, and kernel 10's tuning report silenced (the
+// benchmark's output is Google Benchmark's table); before any timing and any kernel name.
+void use_fast_gemm_kernels() {
+  course::register_fast_gemm_kernels();
+  course::kernel10_autotuner().set_report(nullptr);
 }
 
-// Times `work` with CUDA events, one call per iteration, after a warm-up call.
-template <typename Setup>
-void time_on_gpu(benchmark::State& state, Setup&& setup) {
-  std::string why;
-  if (!course::gpu_available(&why)) {
-    state.SkipWithError(why.c_str());
-    return;
-  }
-  try {
-    course::register_fast_gemm_kernels();
-    course::kernel10_autotuner().set_report(nullptr);
-    auto work = setup();
-    work();
-    CUDA_CHECK(cudaDeviceSynchronize());
-    cudaEvent_t start = nullptr, stop = nullptr;
-    CUDA_CHECK(cudaEventCreate(&start));
-    CUDA_CHECK(cudaEventCreate(&stop));
-    for (auto _ : state) {
-      CUDA_CHECK(cudaEventRecord(start));
-      work();
-      CUDA_CHECK(cudaEventRecord(stop));
-      CUDA_CHECK(cudaEventSynchronize(stop));
-      float ms = 0;
-      CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-      state.SetIterationTime(ms / 1e3);
-    }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-  }
-}
-
+// Stage 04's BM_Matmul (matmul_bench.hpp), on this stage's kernels.
 void BM_Matmul(benchmark::State& state) {
-  const int kernel = static_cast<int>(state.range(0)), n = static_cast<int>(state.range(1));
-  const std::size_t size = static_cast<std::size_t>(n) * n;
-  DeviceBuffer<float> A, B, C;
-  time_on_gpu(state, [&] {
-    A = random_device(size, 1);
-    B = random_device(size, 2);
-    C.resize(size);
-    return [&] { course::gemm(kernel, false, false, n, n, n, 1.f, A.get(), B.get(), 0.f, C.get()); };
-  });
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(2.0 * n * n * static_cast<double>(n) * 1e-9 * static_cast<double>(state.iterations()),
-                         benchmark::Counter::kIsRate);
+  use_fast_gemm_kernels();
+  course::bench::time_square_matmul(state);
+  const int kernel = static_cast<int>(state.range(0));
   state.SetLabel(course::gemm_kernel_name(kernel) + " (" +
                  course::precision_name(course::gemm_precision(kernel)) + ")");
 }
@@ -98,6 +55,7 @@ void train_step(benchmark::State& state, const std::string& model, const std::st
   std::unique_ptr<course::FastGemmEngine> engine;
   int b = 0;
   int kernel = -1;
+  use_fast_gemm_kernels();
   time_on_gpu(state, [&] {
     course::EngineConfig cfg;
     cfg.arch = course::parse_arch(course::named_model_spec(model));

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "08_fused/fused_engine.hpp"
-#include "common/cuda_check.hpp"
+#include "benchmarks/support/gpu_benchmark.hpp"
 #include "common/data.hpp"
 
 namespace {
@@ -23,43 +23,10 @@ namespace {
 constexpr int kBatch = 64;
 constexpr int kSteps = 16;  // training steps per timed interval
 
-/// CUDA events around `work`, which queues on `stream`; returns milliseconds.
-class EventTimer {
- public:
-  EventTimer() {
-    CUDA_CHECK(cudaEventCreate(&start_));
-    CUDA_CHECK(cudaEventCreate(&stop_));
-  }
-  ~EventTimer() {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-  }
-  EventTimer(const EventTimer&) = delete;
-  EventTimer& operator=(const EventTimer&) = delete;
-  template <typename Work>
-  double time_ms(cudaStream_t stream, Work&& work) {
-    CUDA_CHECK(cudaEventRecord(start_, stream));
-    work();
-    CUDA_CHECK(cudaEventRecord(stop_, stream));
-    CUDA_CHECK(cudaEventSynchronize(stop_));
-    float ms = 0.f;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-    return ms;
-  }
-
- private:
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
-};
-
 /// kSteps training steps of `model` per iteration; epochs of 64 batches roll over between
 /// iterations, outside the timing. A failed CUDA call ends this benchmark with its message.
 void train_steps(benchmark::State& state, const std::string& model, const course::FusedOptions& options) {
-  std::string why;
-  if (!course::gpu_available(&why)) {
-    state.SkipWithError(why.c_str());
-    return;
-  }
-  try {
+  course::bench::run_on_gpu(state, [&] {
     course::EngineConfig cfg;
     cfg.arch = course::parse_arch(course::named_model_spec(model));
     cfg.input = {1, 28, 28};
@@ -75,7 +42,7 @@ void train_steps(benchmark::State& state, const std::string& model, const course
       next = 0;
     };
     for (int i = 0; i < 8; ++i) engine.train_batch(next++);  // warm-up: the capture happens here
-    EventTimer timer;
+    course::bench::EventTimer timer;
     for (auto _ : state) {
       if (next + kSteps > engine.num_batches()) roll_over();  // before the timing starts
       const double ms = timer.time_ms(engine.stream(), [&] {
@@ -89,9 +56,7 @@ void train_steps(benchmark::State& state, const std::string& model, const course
                    (engine.persistent_enabled() ? "1 persistent kernel of " + std::to_string(engine.persistent_grid()) + " blocks"
                     : engine.graph_enabled()    ? "CUDA graph of " + std::to_string(engine.graph_nodes()) + " kernels"
                                                 : std::to_string(engine.kernels_per_step()) + " kernels, uncaptured"));
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-  }
+  });
 }
 
 void BM_TrainStep_CNN(benchmark::State& state) { train_steps(state, "cnn", {true, false}); }

@@ -21,6 +21,8 @@
 #include <CLI/CLI.hpp>
 
 #include "04_cuda_matmul/gemm.hpp"
+#include "benchmarks/04_cuda_matmul/sweep/mlp_shapes.hpp"
+#include "benchmarks/support/gpu_timing.hpp"
 #include "common/cuda_check.hpp"
 #include "common/rng.hpp"
 
@@ -44,18 +46,6 @@ struct Shape {
   bool trans_a, trans_b;
 };
 
-class Event {
- public:
-  Event() { CUDA_CHECK(cudaEventCreate(&e_)); }
-  ~Event() { cudaEventDestroy(e_); }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  cudaEvent_t get() const { return e_; }
-
- private:
-  cudaEvent_t e_ = nullptr;
-};
-
 std::vector<float> random_matrix(std::size_t n, std::uint64_t seed) {
   course::Rng rng(seed, 11);
   std::vector<float> v(n);
@@ -63,25 +53,11 @@ std::vector<float> random_matrix(std::size_t n, std::uint64_t seed) {
   return v;
 }
 
-// Median milliseconds of one gemm call.
+// Median milliseconds of one gemm call, timed with events after a warm-up call (gpu_timing.hpp).
 double time_gemm(int kernel, const Shape& s, const float* A, const float* B, float* C, const Options& o) {
-  course::gemm(kernel, s.trans_a, s.trans_b, s.M, s.N, s.K, 1.f, A, B, 0.f, C);  // warm-up
-  CUDA_CHECK(cudaDeviceSynchronize());
-  Event start, stop;
-  std::vector<double> runs;
-  double total = 0;
-  while (static_cast<int>(runs.size()) < o.min_runs || (total < o.min_ms && runs.size() < 1000)) {
-    CUDA_CHECK(cudaEventRecord(start.get()));
-    course::gemm(kernel, s.trans_a, s.trans_b, s.M, s.N, s.K, 1.f, A, B, 0.f, C);
-    CUDA_CHECK(cudaEventRecord(stop.get()));
-    CUDA_CHECK(cudaEventSynchronize(stop.get()));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-    runs.push_back(ms);
-    total += ms;
-  }
-  std::sort(runs.begin(), runs.end());
-  return runs[runs.size() / 2];
+  return course::bench::median_call_ms(
+      [&] { course::gemm(kernel, s.trans_a, s.trans_b, s.M, s.N, s.K, 1.f, A, B, 0.f, C); },
+      {o.min_runs, o.min_ms, 1000});
 }
 
 // ||c - ref|| / ||ref||
@@ -161,20 +137,6 @@ bool sweep(const std::string& title, const std::vector<Shape>& shapes, const Opt
   return all_right;
 }
 
-// The GEMMs of one training step of the 784-256-128-10 MLP at batch B (gpu_mlp_engine.cpp, dense_gpu.cu).
-std::vector<Shape> mlp_shapes(int B) {
-  const int sizes[] = {784, 256, 128, 10};
-  std::vector<Shape> out;
-  for (int l = 0; l < 3; ++l) {
-    const int in = sizes[l], o = sizes[l + 1];
-    const std::string name = "fc" + std::to_string(l + 1) + " B=" + std::to_string(B) + " ";
-    out.push_back({name + "Y=XW^T", B, o, in, false, true});
-    out.push_back({name + "dW=dY^T X", o, in, B, true, false});
-    if (l > 0) out.push_back({name + "dX=dY W", B, in, o, false, false});
-  }
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -209,8 +171,8 @@ int main(int argc, char** argv) {
     for (int n : o.sizes) square.push_back({std::to_string(n), n, n, n, false, false});
     bool right = sweep("square: C[n, n] = A[n, n] B[n, n], FP32", square, o, csv);
     if (o.mlp) {
-      std::vector<Shape> mlp = mlp_shapes(64);
-      for (const Shape& s : mlp_shapes(256)) mlp.push_back(s);
+      std::vector<Shape> mlp = course::bench::mlp_shapes<Shape>(64);
+      for (const Shape& s : course::bench::mlp_shapes<Shape>(256)) mlp.push_back(s);
       right = sweep("mlp: the GEMMs of one training step", mlp, o, csv) && right;
     }
     if (!right) {

@@ -43,6 +43,8 @@
 #include "07_fast_gemm/fast_gemm.hpp"
 #include "07_fast_gemm/fast_gemm_kernels.hpp"
 #include "07_fast_gemm/rounding_kernels.hpp"
+#include "benchmarks/04_cuda_matmul/sweep/mlp_shapes.hpp"
+#include "benchmarks/support/gpu_timing.hpp"
 #include "common/cuda_check.hpp"
 #include "common/rng.hpp"
 #include "roofline.hpp"
@@ -145,36 +147,10 @@ struct Options {
   std::string csv;
 };
 
-class Event {
- public:
-  Event() { CUDA_CHECK(cudaEventCreate(&e_)); }
-  ~Event() { cudaEventDestroy(e_); }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  cudaEvent_t get() const { return e_; }
-
- private:
-  cudaEvent_t e_ = nullptr;
-};
-
+// Median milliseconds of one call of the contender, timed with events after a warm-up call
+// (gpu_timing.hpp), which is when kernel 10 tunes.
 double median_ms(const Contender& c, const Shape& s, Operands& o, float* C, const Options& opt) {
-  c.run(s, o, C);  // warm-up (kernel 10 tunes here)
-  CUDA_CHECK(cudaDeviceSynchronize());
-  Event start, stop;
-  std::vector<double> runs;
-  double total = 0;
-  while (static_cast<int>(runs.size()) < opt.min_runs || (total < opt.min_ms && runs.size() < 2000)) {
-    CUDA_CHECK(cudaEventRecord(start.get()));
-    c.run(s, o, C);
-    CUDA_CHECK(cudaEventRecord(stop.get()));
-    CUDA_CHECK(cudaEventSynchronize(stop.get()));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-    runs.push_back(ms);
-    total += ms;
-  }
-  std::sort(runs.begin(), runs.end());
-  return runs[runs.size() / 2];
+  return course::bench::median_call_ms([&] { c.run(s, o, C); }, {opt.min_runs, opt.min_ms, 2000});
 }
 
 double relative_error(const std::vector<float>& c, const std::vector<float>& ref) {
@@ -266,20 +242,6 @@ std::vector<Shape> cnn_shapes(int B) {
           {"fc2 dX=dY W" + b, B, 100, 10, false, false}};
 }
 
-// The GEMMs of one training step of `mlp` (784-256-128-10) at batch B.
-std::vector<Shape> mlp_shapes(int B) {
-  const int sizes[] = {784, 256, 128, 10};
-  std::vector<Shape> out;
-  for (int l = 0; l < 3; ++l) {
-    const int in = sizes[l], o = sizes[l + 1];
-    const std::string name = "fc" + std::to_string(l + 1) + " B=" + std::to_string(B) + " ";
-    out.push_back({name + "Y=XW^T", B, o, in, false, true});
-    out.push_back({name + "dW=dY^T X", o, in, B, true, false});
-    if (l > 0) out.push_back({name + "dX=dY W", B, in, o, false, false});
-  }
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -350,7 +312,7 @@ int main(int argc, char** argv) {
       Options small = o;
       small.min_ms = std::min(o.min_ms, 20.0);
       for (int batch : {64, 256}) {
-        std::vector<Shape> shapes = mlp_shapes(batch);
+        std::vector<Shape> shapes = course::bench::mlp_shapes<Shape>(batch);
         right = sweep("mlp: the GEMMs of one training step at batch " + std::to_string(batch), shapes, contenders,
                       small, csv) && right;
         shapes = cnn_shapes(batch);

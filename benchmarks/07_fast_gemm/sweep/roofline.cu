@@ -3,10 +3,10 @@
 // pipeline never waits on a result, and enough blocks to fill every SM several times.
 #include "roofline.hpp"
 
-#include <algorithm>
 #include <vector>
 
 #include "07_fast_gemm/ptx.cuh"
+#include "benchmarks/support/gpu_timing.hpp"
 #include "common/cuda_check.hpp"
 
 namespace roofline {
@@ -56,27 +56,10 @@ __global__ void mma_tf32_kernel(float* out, unsigned seed) {
   if (s == -1.f) out[threadIdx.x] = s;
 }
 
+// The median of five timed launches, after an untimed one (gpu_timing.hpp).
 template <typename Launch>
 double median_ms(Launch&& launch) {
-  launch();
-  CUDA_CHECK(cudaDeviceSynchronize());
-  cudaEvent_t start = nullptr, stop = nullptr;
-  CUDA_CHECK(cudaEventCreate(&start));
-  CUDA_CHECK(cudaEventCreate(&stop));
-  std::vector<double> runs;
-  for (int r = 0; r < 5; ++r) {
-    CUDA_CHECK(cudaEventRecord(start));
-    launch();
-    CUDA_CHECK(cudaEventRecord(stop));
-    CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    runs.push_back(ms);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(runs.begin(), runs.end());
-  return runs[runs.size() / 2];
+  return course::bench::median_call_ms(launch, {/*min_runs=*/5, /*min_ms=*/0, /*max_runs=*/5});
 }
 
 }  // namespace

@@ -34,6 +34,7 @@
 #include "09_multi_gpu/communicator.hpp"
 #include "09_multi_gpu/flat_allreduce.hpp"
 #include "09_multi_gpu/scaling_models.hpp"
+#include "benchmarks/support/gpu_timing.hpp"
 #include "common/arch.hpp"
 #include "common/cuda_check.hpp"
 #include "common/nccl_check.hpp"
@@ -72,33 +73,33 @@ void allreduce_all(std::vector<Rank>& ranks, std::size_t floats) {
   NCCL_CHECK(ncclGroupEnd());
 }
 
-// The median milliseconds of one all-reduce of `floats` values (the slowest rank's time per call).
+// The milliseconds of one all-reduce of `floats` values: each rank's events on its own
+// stream, the slowest rank's time.
+double slowest_rank_ms(std::vector<Rank>& ranks, std::size_t floats) {
+  for (Rank& r : ranks) {
+    CUDA_CHECK(cudaSetDevice(r.device));
+    CUDA_CHECK(cudaEventRecord(r.start, r.stream));
+  }
+  allreduce_all(ranks, floats);
+  double slowest = 0;
+  for (Rank& r : ranks) {
+    CUDA_CHECK(cudaSetDevice(r.device));
+    CUDA_CHECK(cudaEventRecord(r.stop, r.stream));
+  }
+  for (Rank& r : ranks) {
+    CUDA_CHECK(cudaEventSynchronize(r.stop));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, r.start, r.stop));
+    slowest = std::max(slowest, static_cast<double>(ms));
+  }
+  return slowest;
+}
+
+// The median milliseconds of one all-reduce of `floats` values (the slowest rank's time per
+// call), after two untimed ones; the sweeps' rule of runs (gpu_timing.hpp).
 double time_allreduce(std::vector<Rank>& ranks, std::size_t floats, const Options& o) {
   for (int warm = 0; warm < 2; ++warm) allreduce_all(ranks, floats);
-  std::vector<double> runs;
-  double total = 0;
-  while (static_cast<int>(runs.size()) < o.min_runs || (total < o.min_ms && runs.size() < 2000)) {
-    for (Rank& r : ranks) {
-      CUDA_CHECK(cudaSetDevice(r.device));
-      CUDA_CHECK(cudaEventRecord(r.start, r.stream));
-    }
-    allreduce_all(ranks, floats);
-    double slowest = 0;
-    for (Rank& r : ranks) {
-      CUDA_CHECK(cudaSetDevice(r.device));
-      CUDA_CHECK(cudaEventRecord(r.stop, r.stream));
-    }
-    for (Rank& r : ranks) {
-      CUDA_CHECK(cudaEventSynchronize(r.stop));
-      float ms = 0;
-      CUDA_CHECK(cudaEventElapsedTime(&ms, r.start, r.stop));
-      slowest = std::max(slowest, static_cast<double>(ms));
-    }
-    runs.push_back(slowest);
-    total += slowest;
-  }
-  std::sort(runs.begin(), runs.end());
-  return runs[runs.size() / 2];
+  return course::bench::median_of_runs([&] { return slowest_rank_ms(ranks, floats); }, {o.min_runs, o.min_ms, 2000});
 }
 
 // Sets rank r's values to r + 1, all-reduces once, and checks every value is (N + 1) / 2.
