@@ -39,7 +39,9 @@ namespace course {
 struct TileSizes {
   int bm = 0, bn = 0, bk = 0, wm = 0, wn = 0, threads = 0;
   int min_blocks = 0;  ///< blocks per SM the registers are sized for (__launch_bounds__)
-  /// "128x128x16 (warps 32x64, 256 threads, 2 blocks/SM)"
+  /// The registers a thread may use under those bounds (ptxas may use fewer, and then more blocks fit).
+  int register_cap() const;
+  /// "128x128x16 (warps 32x64, 256 threads, <= 128 registers)"
   std::string str() const;
 };
 

@@ -17,10 +17,16 @@
 
 namespace course {
 
+int TileSizes::register_cap() const {
+  // 65536 registers per SM shared by min_blocks blocks, allocated per warp in units of 8; 255 at most.
+  const int per_thread = threads > 0 && min_blocks > 0 ? 65536 / (threads * min_blocks) : 255;
+  return std::min(255, per_thread / 8 * 8);
+}
+
 std::string TileSizes::str() const {
   char text[128];
-  std::snprintf(text, sizeof text, "%dx%dx%d (warps %dx%d, %d threads, %d blocks/SM)", bm, bn, bk, wm, wn, threads,
-                min_blocks);
+  std::snprintf(text, sizeof text, "%dx%dx%d (warps %dx%d, %d threads, <= %d registers)", bm, bn, bk, wm, wn, threads,
+                register_cap());
   return text;
 }
 

@@ -53,7 +53,7 @@ const std::vector<GemmCandidate>& async_copy_candidates() {
       candidate<TileShape<64, 128, 16, 32, 64>>(),   // 128 threads
       candidate<TileShape<64, 64, 16, 32, 32>>(),    // 128 threads, 32 outputs per lane
       candidate<TileShape<32, 64, 16, 32, 32>>(),    // 64 threads: many blocks for small C
-      candidate<TileShape<128, 128, 16, 32, 64, 1>>(),  // one block per SM, up to 255 registers a thread
+      candidate<TileShape<128, 128, 16, 32, 64, 1>>(),  // launch bounds of one block per SM: up to 255 registers
       candidate<TileShape<128, 64, 16, 32, 64, 2>>(),   // 128 threads, up to 255 registers a thread
   };
   return candidates;

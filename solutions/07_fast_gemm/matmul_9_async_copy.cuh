@@ -46,9 +46,10 @@ struct TileShape {
   static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_;
   static constexpr int kWarpsN = BN / WN;
   static constexpr int kThreads = (BM / WM) * (BN / WN) * 32;
-  /// Blocks that must fit on one SM at once: by default at most 128 registers a thread (65536 / (kThreads *
-  /// kMinBlocks)), so that two blocks of 256 threads (or four of 128) share an SM and one's memory waits hide
-  /// behind another's FMAs; MIN_BLOCKS 1 gives a thread up to 255 registers instead, for more loads in flight.
+  /// Blocks that must fit on one SM at once (__launch_bounds__): by default a thread may use at most 128
+  /// registers (65536 / (kThreads * kMinBlocks)), so that two blocks of 256 threads (or four of 128) share an
+  /// SM and one's memory waits hide behind another's FMAs. MIN_BLOCKS 1 lets ptxas use up to 255 instead; it
+  /// need not: for 128 x 128 x 16 it still uses 127, and only the order of the instructions changes (lesson 07).
   static constexpr int kMinBlocks = MIN_BLOCKS > 0 ? MIN_BLOCKS : 512 / kThreads;
   static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must tile the block tile");
   static_assert(WM % 16 == 0 && WN % 32 == 0, "a warp tile is MI x NI sub-tiles of 16 x 32 (4 x 8 lanes of 4 x 4)");
