@@ -10,9 +10,10 @@
 ///   X's 128 x 32, where kernel 14's threads issued 3,072 copies of 16 bytes. The rest of
 ///   warpgroup 0 gives its registers to the two warpgroups that multiply (setmaxnreg).
 /// - **barriers instead of __syncthreads().** Four stages, each with two shared-memory
-///   barriers: `loaded` completes when the stage's bytes have landed, `free` when both
-///   multiplying warpgroups are done with it. The copying thread runs up to four tiles
-///   ahead and waits only for a free stage; a multiplying warpgroup waits only for its tile.
+///   barriers (tma::Pipeline): `loaded` completes when the stage's bytes have landed,
+///   `stage_free` when both multiplying warpgroups are done with it. The copying thread runs
+///   up to four tiles ahead and waits only for a free stage; a multiplying warpgroup waits
+///   only for its tile.
 /// - **Y rounded before, not in shared memory.** TMA copies bytes as they are, and the
 ///   tensor cores read the top 19 bits of each (truncation). So Y's matrix is rounded to
 ///   TF32 first, by a pass over it into a workspace (one read and one write of Y in device
@@ -30,7 +31,6 @@
 /// GPU; the others, and A^T B, go to kernel 14.
 #include <cuda.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -91,32 +91,25 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ std::uint8_t tma_smem[];
   std::uint8_t* smem = tma_smem + ((1024 - (ptx::shared_address(tma_smem) & 1023)) & 1023);  // swizzle: 1024-aligned
   __shared__ std::uint64_t loaded[kStages], stage_free[kStages];
+  tma::Pipeline<kStages> pipeline{loaded, stage_free};
   const int wg = threadIdx.x / 128;
   const int x0 = blockIdx.y * kBX, y0 = blockIdx.x * kBY;
   const int tiles = (p.K + kBK - 1) / kBK;
   auto x_tile = [&](int t) { return smem + (t % kStages) * kStageBytes; };
   auto y_tile = [&](int t) { return smem + (t % kStages) * kStageBytes + kXBytes; };
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      tma::init_barrier(&loaded[s], 1);        // the copier's arrival, plus the bytes it announces
-      tma::init_barrier(&stage_free[s], 256);  // every multiplying thread
-    }
-    tma::fence_barrier_init();
-  }
-  __syncthreads();
+  pipeline.init(256);  // stage_free waits for every multiplying thread
 
   if (wg == 0) {  // the copier
     tma::release_registers<40>();
     if (threadIdx.x != 0) return;
     for (int t = 0; t < tiles; ++t) {
-      const int s = t % kStages;
-      if (t >= kStages) tma::wait(&stage_free[s], ((t / kStages) - 1) & 1);  // tile t - 4 is done with it
-      tma::arrive_expect_tx(&loaded[s], kStageBytes);  // whole boxes count, zeros past the edges too
-      tma::load_2d(y_tile(t), &y_map, t * kBK, y0, &loaded[s]);
+      std::uint64_t* barrier = pipeline.expect_tile(t, kStageBytes);  // once tile t - 4 has freed the stage
+      tma::load_2d(y_tile(t), &y_map, t * kBK, y0, barrier);
       if (X_K_MAJOR)
-        tma::load_2d(x_tile(t), &x_map, t * kBK, x0, &loaded[s]);
+        tma::load_2d(x_tile(t), &x_map, t * kBK, x0, barrier);
       else
-        for (int b = 0; b < kBX / 32; ++b) tma::load_2d(x_tile(t) + b * kXBoxBytes, &x_map, x0 + 32 * b, t * kBK, &loaded[s]);
+        for (int b = 0; b < kBX / 32; ++b)
+          tma::load_2d(x_tile(t) + b * kXBoxBytes, &x_map, x0 + 32 * b, t * kBK, barrier);
     }
     return;
   }
@@ -129,7 +122,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   unsigned a[2][kBK / 8][4];  // X fragments of even and odd steps (kernel 14 says why two sets)
   auto step = [&](int t, auto set) {
     constexpr int kSet = decltype(set)::value;
-    tma::wait(&loaded[t % kStages], (t / kStages) & 1);
+    pipeline.wait_loaded(t);
 #pragma unroll
     for (int s = 0; s < kBK / 8; ++s) load_x_fragment<X_K_MAJOR>(a[kSet][s], x_tile(t), mg * 64 + warp * 16, 8 * s);
     wgmma::fence();
@@ -142,7 +135,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int s = 0; s < kBK / 8; ++s)
 #pragma unroll
       for (int i = 0; i < 4; ++i) wgmma::keep_until_here(a[1 - kSet][s][i]);
-    if (t >= 1) tma::arrive(&stage_free[(t - 1) % kStages]);
+    if (t >= 1) pipeline.release(t - 1);
   };
   int t = 0;
   for (; t + 1 < tiles; t += 2) {
@@ -189,15 +182,11 @@ void launch(const GemmProblem& p, const simt::Operand& x, const simt::Operand& y
   }();
   (void)raised;
   // Y rounded to TF32 into a workspace of its own stored size, allocated and freed in stream order.
-  static const bool pool_keeps = (tma::keep_freed_pool_memory(), true);
-  (void)pool_keeps;
   const std::size_t y_floats = static_cast<std::size_t>(y.outer) * y.ld;
-  float* y_rounded = nullptr;
-  CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&y_rounded), y_floats * sizeof(float), stream));
+  float* y_rounded = static_cast<float*>(tma::stream_workspace(y_floats * sizeof(float), stream));
   const std::size_t count4 = y_floats / 4;
-  const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((count4 + 255) / 256, 8u * multiprocessor_count()));
-  round_to_tf32_kernel<<<blocks, 256, 0, stream>>>(reinterpret_cast<const float4*>(y.data),
-                                                    reinterpret_cast<float4*>(y_rounded), count4);
+  round_to_tf32_kernel<<<tma::grid_stride_blocks(count4, 256), 256, 0, stream>>>(
+      reinterpret_cast<const float4*>(y.data), reinterpret_cast<float4*>(y_rounded), count4);
   CUDA_CHECK_LAUNCH();
   const CUtensorMap y_map = tensor_map(y_rounded, p.K, y.outer, y.ld, kBY);
   const CUtensorMap x_map = X_K_MAJOR ? tensor_map(x.data, p.K, x.outer, x.ld, kBX)   // [rows][k]

@@ -232,6 +232,16 @@ void launch_any_layout(const GemmProblem& p, const T* A, const T* B, cudaStream_
 /// Can kernel 13 take p? Rows of A and B (as stored) of multiples of 8 values, 16-byte aligned, split-K
 /// slices of multiples of 8, and a Hopper GPU (sm_90a code runs on compute capability 9.0 only).
 bool fits(const GemmProblem& p, const void* A, const void* B) {
+  const auto aligned = [](const void* x) { return reinterpret_cast<std::uintptr_t>(x) % 16 == 0; };
+  return wgmma_available() && aligned(A) && aligned(B) && (p.trans_a ? p.M : p.K) % 8 == 0 &&
+         (p.trans_b ? p.K : p.N) % 8 == 0 && p.k_slice % 8 == 0;
+}
+
+}  // namespace
+
+// Asked of the device once per process, not at every call of kernels 13 to 16: a process of this
+// course runs on one device, the one current at the first call.
+bool wgmma_available() {
   static const bool hopper = [] {
     int dev = 0, major = 0, minor = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
@@ -239,19 +249,7 @@ bool fits(const GemmProblem& p, const void* A, const void* B) {
     CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
     return major == 9 && minor == 0;
   }();
-  const auto aligned = [](const void* x) { return reinterpret_cast<std::uintptr_t>(x) % 16 == 0; };
-  return hopper && aligned(A) && aligned(B) && (p.trans_a ? p.M : p.K) % 8 == 0 && (p.trans_b ? p.K : p.N) % 8 == 0 &&
-         p.k_slice % 8 == 0;
-}
-
-}  // namespace
-
-bool wgmma_available() {
-  int dev = 0, major = 0, minor = 0;
-  CUDA_CHECK(cudaGetDevice(&dev));
-  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-  return major == 9 && minor == 0;
+  return hopper;
 }
 
 void matmul_wgmma(const GemmProblem& p, cudaStream_t stream) {

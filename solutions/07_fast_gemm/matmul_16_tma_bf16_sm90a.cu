@@ -20,7 +20,6 @@
 /// run here on a Hopper GPU; the others go to kernel 13.
 #include <cuda.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -48,35 +47,28 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ std::uint8_t tma_bf16_smem[];
   std::uint8_t* smem = tma_bf16_smem + ((1024 - (ptx::shared_address(tma_bf16_smem) & 1023)) & 1023);
   __shared__ std::uint64_t loaded[kStages], stage_free[kStages];
+  tma::Pipeline<kStages> pipeline{loaded, stage_free};
   const int wg = threadIdx.x / 128;
   const int row0 = blockIdx.y * kBM, col0 = blockIdx.x * kBN;
   const int tiles = (p.K + kBK - 1) / kBK;
   auto a_tile = [&](int t) { return smem + (t % kStages) * kStageBytes; };
   auto b_tile = [&](int t) { return smem + (t % kStages) * kStageBytes + kABytes; };
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      tma::init_barrier(&loaded[s], 1);
-      tma::init_barrier(&stage_free[s], 256);
-    }
-    tma::fence_barrier_init();
-  }
-  __syncthreads();
+  pipeline.init(256);  // stage_free waits for every multiplying thread
 
   if (wg == 0) {  // the copier
     tma::release_registers<40>();
     if (threadIdx.x != 0) return;
     for (int t = 0; t < tiles; ++t) {
-      const int s = t % kStages, k0 = t * kBK;
-      if (t >= kStages) tma::wait(&stage_free[s], ((t / kStages) - 1) & 1);
-      tma::arrive_expect_tx(&loaded[s], kStageBytes);
+      const int k0 = t * kBK;
+      std::uint64_t* barrier = pipeline.expect_tile(t, kStageBytes);
       if (A_K_MAJOR)
-        tma::load_2d(a_tile(t), &a_map, k0, row0, &loaded[s]);
+        tma::load_2d(a_tile(t), &a_map, k0, row0, barrier);
       else
-        for (int b = 0; b < kBM / 64; ++b) tma::load_2d(a_tile(t) + b * kBlockBytes, &a_map, row0 + 64 * b, k0, &loaded[s]);
+        for (int b = 0; b < kBM / 64; ++b) tma::load_2d(a_tile(t) + b * kBlockBytes, &a_map, row0 + 64 * b, k0, barrier);
       if (B_K_MAJOR)
-        tma::load_2d(b_tile(t), &b_map, k0, col0, &loaded[s]);
+        tma::load_2d(b_tile(t), &b_map, k0, col0, barrier);
       else
-        for (int b = 0; b < kBN / 64; ++b) tma::load_2d(b_tile(t) + b * kBlockBytes, &b_map, col0 + 64 * b, k0, &loaded[s]);
+        for (int b = 0; b < kBN / 64; ++b) tma::load_2d(b_tile(t) + b * kBlockBytes, &b_map, col0 + 64 * b, k0, barrier);
     }
     return;
   }
@@ -87,7 +79,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int i = 0; i < kBN / 2; ++i) d[i] = 0.f;
   for (int t = 0; t < tiles; ++t) {
-    tma::wait(&loaded[t % kStages], (t / kStages) & 1);
+    pipeline.wait_loaded(t);
     const std::uint8_t* ta = a_tile(t);
     const std::uint8_t* tb = b_tile(t);
     wgmma::fence();
@@ -101,7 +93,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     wgmma::commit_group();
     wgmma::wait_group<1>();  // tile t - 1's wgmma are done with their stage
-    if (t >= 1) tma::arrive(&stage_free[(t - 1) % kStages]);
+    if (t >= 1) pipeline.release(t - 1);
   }
   wgmma::wait_group<0>();
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
@@ -166,12 +158,10 @@ bool fits(const GemmProblem& p, const void* A, const void* B) {
 
 /// `count` FP32 values rounded to BF16 into a workspace from the stream's memory pool.
 std::uint16_t* rounded_to_bf16(const float* x, std::size_t count, cudaStream_t stream) {
-  std::uint16_t* out = nullptr;
-  CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&out), count * sizeof(std::uint16_t), stream));
+  auto* out = static_cast<std::uint16_t*>(tma::stream_workspace(count * sizeof(std::uint16_t), stream));
   const std::size_t pairs = count / 2;  // count is a multiple of 8 (fits())
-  const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((pairs + 255) / 256, 8u * multiprocessor_count()));
-  round_to_bf16_kernel<<<std::max(blocks, 1u), 256, 0, stream>>>(reinterpret_cast<const float2*>(x),
-                                                                 reinterpret_cast<std::uint32_t*>(out), pairs);
+  round_to_bf16_kernel<<<tma::grid_stride_blocks(pairs, 256), 256, 0, stream>>>(
+      reinterpret_cast<const float2*>(x), reinterpret_cast<std::uint32_t*>(out), pairs);
   CUDA_CHECK_LAUNCH();
   return out;
 }
@@ -183,8 +173,6 @@ void matmul_tma_bf16(const GemmProblem& p, cudaStream_t stream) {
     matmul_wgmma(p, stream);
     return;
   }
-  static const bool pool_keeps = (tma::keep_freed_pool_memory(), true);
-  (void)pool_keeps;
   std::uint16_t* a = rounded_to_bf16(p.A, static_cast<std::size_t>(p.M) * p.K, stream);
   std::uint16_t* b = rounded_to_bf16(p.B, static_cast<std::size_t>(p.K) * p.N, stream);
   launch_any_layout(p, a, b, stream);

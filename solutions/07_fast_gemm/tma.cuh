@@ -1,5 +1,5 @@
 /// @file tma.cuh
-/// @brief Stage 07: Hopper's tensor memory accelerator (TMA) and shared-memory barriers, as kernel 15 uses them (glue, not a task).
+/// @brief Stage 07: Hopper's tensor memory accelerator (TMA), shared-memory barriers and the pipeline they make, as kernels 15 and 16 use them (glue, not a task).
 ///
 /// Compiled for sm_90a only (files named *_sm90a.cu include it).
 ///
@@ -16,15 +16,21 @@
 ///   completes when every expected arrival has come and every announced byte has landed.
 ///   Threads wait for a phase by its parity (0, 1, 0, ...): phase n of a barrier that
 ///   guards stage s of a ring of S stages is tile n S + s.
+/// - A **Pipeline** is that ring: one thread copies tiles into the stages, the
+///   multiplying threads read them, and two barriers per stage pass each stage back
+///   and forth between them.
 #pragma once
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "07_fast_gemm/fast_gemm_kernels.hpp"
 #include "07_fast_gemm/ptx.cuh"
 #include "common/cuda_check.hpp"
 
@@ -79,6 +85,56 @@ __device__ __forceinline__ void claim_registers() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
 }
 
+/// The ring of STAGES shared-memory stages through which one copying thread hands tiles to the
+/// multiplying ("consuming") threads: tile t goes to stage t % STAGES, and is phase t / STAGES
+/// of the stage's two barriers. `loaded[s]` completes when the copier has arrived and every
+/// byte it announced has landed; `stage_free[s]` when every consumer has arrived, done with
+/// the stage. The copier waits only for a free stage, a consumer only for its tile.
+///
+/// The barriers are two __shared__ arrays the kernel declares; a Pipeline names them (it holds
+/// references, folded away when compiled):
+///
+///     __shared__ std::uint64_t loaded[S], stage_free[S];
+///     tma::Pipeline<S> pipeline{loaded, stage_free};
+///
+/// Why not one __shared__ Pipeline holding the arrays: it works as well, but moves the barriers'
+/// addresses, and ptxas then emits a slightly different kernel; declared apart, kernels 15 and
+/// 16 compile to the machine code their measurements were taken with.
+template <int STAGES>
+struct Pipeline {
+  std::uint64_t (&loaded)[STAGES];      ///< stage s holds its tile: the copier's arrival and its bytes
+  std::uint64_t (&stage_free)[STAGES];  ///< every consumer is done with stage s
+
+  /// Every thread of the block calls it: thread 0 sets the barriers up, the fence shows them
+  /// to the TMA unit, the __syncthreads() to the other threads, before anyone uses them.
+  __device__ __forceinline__ void init(unsigned consumers) {
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < STAGES; ++s) {
+        init_barrier(&loaded[s], 1);              // the copier's arrival, plus the bytes it announces
+        init_barrier(&stage_free[s], consumers);  // every consuming thread
+      }
+      fence_barrier_init();
+    }
+    __syncthreads();
+  }
+
+  /// The copier, before tile t's copies: waits until tile t - STAGES has freed the stage, then
+  /// announces the `bytes` tile t's copies bring (whole boxes count, zeros past the edges too).
+  /// Returns the barrier those copies must count their bytes off at.
+  __device__ __forceinline__ std::uint64_t* expect_tile(int t, unsigned bytes) {
+    const int s = t % STAGES;
+    if (t >= STAGES) wait(&stage_free[s], ((t / STAGES) - 1) & 1);
+    arrive_expect_tx(&loaded[s], bytes);
+    return &loaded[s];
+  }
+
+  /// A consumer: waits until tile t has landed in its stage.
+  __device__ __forceinline__ void wait_loaded(int t) { wait(&loaded[t % STAGES], (t / STAGES) & 1); }
+
+  /// A consumer: it is done with tile t's stage (the copier may refill it once every consumer is).
+  __device__ __forceinline__ void release(int t) { arrive(&stage_free[t % STAGES]); }
+};
+
 /// The tensor map of a row-major matrix [rows, ld] of `element_bytes`-byte values of which `cols`
 /// columns are used, copied in boxes of box_rows x (128 bytes of columns), 128-byte swizzled;
 /// elements past the edges arrive as zeros. `who` names the kernel in an error.
@@ -108,7 +164,7 @@ inline CUtensorMap tensor_map_2d(const void* data, CUtensorMapDataType type, int
 
 /// Makes the current device's stream-ordered memory pool keep what is freed (the default gives it
 /// back to the driver at every synchronisation, and allocating tens of MiB afresh at every call
-/// costs more than the work it is for). Kernels 15 and 16 allocate their workspaces from it.
+/// costs more than the work it is for).
 inline void keep_freed_pool_memory() {
   int dev = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
@@ -116,6 +172,27 @@ inline void keep_freed_pool_memory() {
   CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
   std::uint64_t keep_all = ~std::uint64_t{0};
   CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all));
+}
+
+/// `bytes` of workspace from the current device's memory pool, in `stream`'s order: work queued
+/// on `stream` from now on may use it, and the caller gives it back with cudaFreeAsync(..., stream)
+/// once the last such work is queued (no synchronisation either way). The first call in the
+/// process makes the pool keep freed memory (keep_freed_pool_memory()), so that later calls are
+/// served from memory the pool already holds.
+inline void* stream_workspace(std::size_t bytes, cudaStream_t stream) {
+  static const bool pool_keeps = (keep_freed_pool_memory(), true);
+  (void)pool_keeps;
+  void* workspace = nullptr;
+  CUDA_CHECK(cudaMallocAsync(&workspace, bytes, stream));
+  return workspace;
+}
+
+/// Blocks of `threads` for a grid-stride pass over `items` items (the rounding passes of kernels
+/// 15 and 16): one item per thread, but at most 8 blocks per SM, whose threads then stride
+/// through the rest; at least one block.
+inline unsigned grid_stride_blocks(std::size_t items, unsigned threads) {
+  const std::size_t wanted = (items + threads - 1) / threads;
+  return static_cast<unsigned>(std::max<std::size_t>(std::min<std::size_t>(wanted, 8u * multiprocessor_count()), 1));
 }
 
 }  // namespace course::tma
