@@ -1,9 +1,10 @@
 // Stage 08 benchmarks: one training step of the CNN and of the MLP at batch 64 on
 // Fashion-MNIST's 1x28x28, as the fused engine runs it: replayed as one CUDA graph
 // (BM_TrainStep_*, the names of stages 05 and 06, so that Google Benchmark's compare
-// tool sets the stages side by side), launched kernel by kernel (BM_TrainStepEager_*,
-// as stage 06 names its uncaptured step) and as one persistent kernel
-// (BM_TrainStepPersistent_*).
+// tool sets the stages side by side), the same graph with every kernel waiting for the
+// one before it to finish before it is scheduled (BM_TrainStepLateLaunch_*, --early-launch off),
+// launched kernel by kernel (BM_TrainStepEager_*, as stage 06 names its uncaptured step) and
+// as one persistent kernel (BM_TrainStepPersistent_*).
 //
 //   build/bin/s08_bench
 //   compare.py benchmarks s06.json s08.json      (Google Benchmark's tool: same names)
@@ -53,6 +54,7 @@ void train_steps(benchmark::State& state, const std::string& model, const course
     engine.end_epoch();
     state.SetItemsProcessed(state.iterations() * kBatch);
     state.SetLabel(model + " batch " + std::to_string(kBatch) + " on 1x28x28, " +
+                   (engine.early_launch_enabled() ? "kernels launched early, " : "") +
                    (engine.persistent_enabled() ? "1 persistent kernel of " + std::to_string(engine.persistent_grid()) + " blocks"
                     : engine.graph_enabled()    ? "CUDA graph of " + std::to_string(engine.graph_nodes()) + " kernels"
                                                 : std::to_string(engine.kernels_per_step()) + " kernels, uncaptured"));
@@ -61,6 +63,8 @@ void train_steps(benchmark::State& state, const std::string& model, const course
 
 void BM_TrainStep_CNN(benchmark::State& state) { train_steps(state, "cnn", {true, false}); }
 void BM_TrainStep_MLP(benchmark::State& state) { train_steps(state, "mlp", {true, false}); }
+void BM_TrainStepLateLaunch_CNN(benchmark::State& state) { train_steps(state, "cnn", {true, false, false}); }
+void BM_TrainStepLateLaunch_MLP(benchmark::State& state) { train_steps(state, "mlp", {true, false, false}); }
 void BM_TrainStepEager_CNN(benchmark::State& state) { train_steps(state, "cnn", {false, false}); }
 void BM_TrainStepEager_MLP(benchmark::State& state) { train_steps(state, "mlp", {false, false}); }
 void BM_TrainStepPersistent_CNN(benchmark::State& state) { train_steps(state, "cnn", {false, true}); }
@@ -70,6 +74,8 @@ void BM_TrainStepPersistent_MLP(benchmark::State& state) { train_steps(state, "m
 
 BENCHMARK(BM_TrainStep_CNN)->UseManualTime();
 BENCHMARK(BM_TrainStep_MLP)->UseManualTime();
+BENCHMARK(BM_TrainStepLateLaunch_CNN)->UseManualTime();
+BENCHMARK(BM_TrainStepLateLaunch_MLP)->UseManualTime();
 BENCHMARK(BM_TrainStepEager_CNN)->UseManualTime();
 BENCHMARK(BM_TrainStepEager_MLP)->UseManualTime();
 BENCHMARK(BM_TrainStepPersistent_CNN)->UseManualTime();

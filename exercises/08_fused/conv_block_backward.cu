@@ -24,6 +24,7 @@ void require(const void* p, const char* what) {
 /// One block of the backward pass per blockIdx.x: weight-gradient blocks first, then input-gradient blocks.
 template <int K, int Q>
 __global__ void __launch_bounds__(kFusedThreads) conv_block_backward_kernel(ConvBackwardArgs a) {
+  wait_for_previous_kernel();
   conv_block_backward_tile<K, Q>(a, static_cast<int>(blockIdx.x), fused_shared_memory());
 }
 
@@ -54,8 +55,8 @@ ConvBackwardArgs plan_conv_block_backward(const ConvBlockShape& s, int B, const 
   if (dw_partials != nullptr) {
     require(x, "x");
     require(db_partials, "db_partials");
-    // TODO(Task 8.2): plan the weight-gradient part: as many input channels per block as fit kFusedSharedBudget (padded planes) and give at most kFusedThreads * kMaxWeightsPerThread weights, then as many filters as that leaves (at most kFusedThreads); examples per slice from target_blocks unless wg_images is given
-    // HINT: shared memory: wg_chans (H + 2P)(W + 2P) floats of x, then wg_filters Hq Wq floats of g and as many ints of offsets (each array rounded up to 4).
+    // TODO(Task 8.2): plan the weight-gradient part: each input plane padded to an odd pitch; as many input channels per block as fit kFusedSharedBudget (at most kFusedThreads), then as many filters as the threads and the shared memory leave, halved (while the pairs are fewer than the threads) as long as the grid is short of target_blocks and each pair would get at most 32 threads; wg_split threads per (filter, channel) pair, the largest power of 2 (at most 32) the threads allow; examples per slice from target_blocks unless wg_images is given
+    // HINT: shared memory: wg_chans * wg_pitch floats of x, then wg_filters Hq Wq floats of g and as many ints of offsets (each array rounded up to 4).
     throw course::NotImplemented("Task 8.2", "08_fused/conv_block_backward.cu", "docs/lessons/08_fused.md");
   }
   if (dx != nullptr) {
@@ -67,18 +68,18 @@ ConvBackwardArgs plan_conv_block_backward(const ConvBlockShape& s, int B, const 
   return a;
 }
 
-void conv_block_backward_gpu(const ConvBackwardArgs& a, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(a.weight_blocks + a.input_blocks)), block(kFusedThreads);
-  const std::size_t smem = static_cast<std::size_t>(a.smem_bytes);
+void conv_block_backward_gpu(const ConvBackwardArgs& a, cudaStream_t stream, bool early) {
+  void (*kernel)(ConvBackwardArgs) = nullptr;
   switch (a.s.K * 10 + a.s.Q) {
-    case 11: conv_block_backward_kernel<1, 1><<<grid, block, smem, stream>>>(a); break;
-    case 12: conv_block_backward_kernel<1, 2><<<grid, block, smem, stream>>>(a); break;
-    case 31: conv_block_backward_kernel<3, 1><<<grid, block, smem, stream>>>(a); break;
-    case 32: conv_block_backward_kernel<3, 2><<<grid, block, smem, stream>>>(a); break;
-    case 51: conv_block_backward_kernel<5, 1><<<grid, block, smem, stream>>>(a); break;
-    case 52: conv_block_backward_kernel<5, 2><<<grid, block, smem, stream>>>(a); break;
+    case 11: kernel = conv_block_backward_kernel<1, 1>; break;
+    case 12: kernel = conv_block_backward_kernel<1, 2>; break;
+    case 31: kernel = conv_block_backward_kernel<3, 1>; break;
+    case 32: kernel = conv_block_backward_kernel<3, 2>; break;
+    case 51: kernel = conv_block_backward_kernel<5, 1>; break;
+    case 52: kernel = conv_block_backward_kernel<5, 2>; break;
     default: throw std::invalid_argument("conv_block_backward_gpu: no kernel for " + describe(a.s));
   }
+  launch_fused_kernel(kernel, a.weight_blocks + a.input_blocks, a.smem_bytes, stream, a, early);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -21,10 +21,13 @@
 /// Both sums run over the whole batch: a reduction across the blocks of the
 /// grid, the one thing here that one block cannot finish. Each block sums the
 /// examples of its slice, in a fixed order, and writes a partial sum; the
-/// update (Task 8.7) adds the slices. Within a block each thread owns up to
-/// kMaxWeightsPerThread weights and, for every example, reads per pooled
-/// output its g and the offset of the winning cell (staged once per filter),
-/// and the input cell under its tap.
+/// update (Task 8.7) adds the slices. Within a block a thread owns the K x K
+/// weights of one (filter, channel) pair: per pooled output it reads g and the
+/// offset of the winning cell once (staged once per filter) and then the K x K
+/// input cells under the taps, K^2 multiply-adds for K^2 + 2 reads of shared
+/// memory, which is what bounds this loop. When the block has fewer pairs than
+/// threads (conv1: 16 filters of one channel), wg_split threads share a pair,
+/// each taking every wg_split-th pooled output, and add their sums at the end.
 ///
 /// **Input gradient** (Task 8.3). The full convolution of dL/dz with the
 /// flipped kernel, stage 02's formula at stride 1:
@@ -47,9 +50,9 @@ namespace course {
 /// Weight-gradient block `block` of a.weight_blocks: partial sums of dW and db over its slice of examples.
 template <int K, int Q>
 __device__ void conv_block_weight_gradient_tile(const ConvBackwardArgs& a, int block, float* smem) {
-  // TODO(Task 8.2): for each example of the block's slice, stage the padded input planes of its channels, and g = dy act'(y) with the padded-plane offset of each window's winning cell for its filters; each thread adds g * x over the pooled outputs for each of its weights; write the partial sums (and, in channel group 0, the bias sums) to the block's slice
-  // HINT: stage x zero-padded, [channel][H + 2P][W + 2P]: the input cell of tap (kh, kw) for the conv output (oh, ow) is then at offset (oh + kh) (W + 2P) + ow + kw of its plane, with no bounds test.
-  // HINT: thread t owns weights t, t + blockDim.x, ... of the block, numbered (filter, channel, kh, kw) with kw fastest; precompute each weight's plane offset kh (W + 2P) + kw + channel * plane.
+  // TODO(Task 8.2): for each example of the block's slice, stage the padded input planes of its channels, and g = dy act'(y) with the padded-plane offset of each window's winning cell for its filters; each group of wg_split threads owns one (filter, channel) pair and its K x K weights, and its threads add g * x over every wg_split-th pooled output; the group's threads add their sums with shuffles and the first writes the partial sums (and, in channel group 0, the bias sums) to the block's slice
+  // HINT: stage x zero-padded, channel c at c * wg_pitch, row r at r (W + 2P): the input cell of tap (kh, kw) for the conv output (oh, ow) is then at offset (oh + kh) (W + 2P) + ow + kw of its plane, with no bounds test.
+  // HINT: per pooled output a thread reads g and the offset once and then K * K inputs, one for each of its weights; consecutive threads take consecutive channels of one filter (wg_pitch is odd: their reads fall in different banks).
 }
 
 /// Input-gradient block `block` of a.input_blocks: one tile of dx for kConvGroup channels.

@@ -68,6 +68,65 @@ __host__ __device__ inline int fused_phase_blocks(const FusedPhase& p) {
   return 0;
 }
 
+/// The first line of every stage 08 `__global__` wrapper: programmatic dependent launch (Hopper and later).
+///
+/// In a stream (and in the graph captured from it) a kernel is normally launched
+/// only once the kernel before it has finished and its writes are flushed: then
+/// its grid is set up and its blocks are scheduled, while the GPU idles. A kernel
+/// launched with cudaLaunchAttributeProgrammaticStreamSerialization may be set up
+/// before that; its blocks then wait in `griddepcontrol.wait` until the kernel
+/// before it has finished and its writes are visible. Waiting first, before any
+/// load or store, keeps every hazard of the stream order (a kernel may overwrite
+/// what an earlier one still reads): a kernel passes its wait only once the one
+/// before it has finished, which passed its own wait only once the one before
+/// that had finished, and so on. The kernel before could also let its dependents
+/// start earlier still, with `griddepcontrol.launch_dependents`; stage 08 does
+/// not: measured on the H100, that made the `cnn` step slower (lesson 08). Without
+/// the attribute, or before sm_90, the wait is a no-op.
+__device__ __forceinline__ void wait_for_previous_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/// Launches one of stage 08's kernels (blocks of kFusedThreads), programmatically after the kernel before it in
+/// the stream when `early` is set (wait_for_previous_kernel says what that means).
+template <class Args>
+void launch_fused_kernel(void (*kernel)(Args), int blocks, int smem_bytes, cudaStream_t stream, const Args& a,
+                         bool early) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.blockDim = dim3(kFusedThreads);
+  config.dynamicSmemBytes = static_cast<std::size_t>(smem_bytes);
+  config.stream = stream;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = early ? 1 : 0;
+  // The error, if any, is left for CUDA_CHECK_LAUNCH at the call, which names the launcher.
+  static_cast<void>(cudaLaunchKernelEx(&config, kernel, a));
+}
+
+/// Stages `count` values into shared memory: value i = load(i) goes where store(i, value) puts it, for
+/// i = threadIdx.x, threadIdx.x + blockDim.x, ... kInFlight values are loaded before any is stored, so
+/// that a thread waits on memory once for kInFlight loads. (In a plain loop, load then store, each store
+/// waits for its load, and the compiler may not move the next load above it: it cannot always prove that
+/// the store does not change what the load reads.)
+template <int kInFlight = 4, class Load, class Store>
+__device__ __forceinline__ void stage_in_flight(int count, Load load, Store store) {
+  const int stride = static_cast<int>(blockDim.x);
+  for (int base = static_cast<int>(threadIdx.x); base < count; base += kInFlight * stride) {
+    decltype(load(0)) v[kInFlight];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u)
+      if (base + u * stride < count) v[u] = load(base + u * stride);
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u)
+      if (base + u * stride < count) store(base + u * stride, v[u]);
+  }
+}
+
 /// The block's dynamic shared memory as floats, 16-byte aligned.
 __device__ __forceinline__ float* fused_shared_memory() {
   extern __shared__ float4 fused_smem[];

@@ -55,6 +55,10 @@ namespace course {
 struct FusedOptions {
   bool graph = true;        ///< replay each full batch as one CUDA graph
   bool persistent = false;  ///< run each step as one persistent kernel (then no graph)
+  /// Launch each kernel of the step programmatically after the one before it (sm_90 and later; the graph and
+  /// the one-by-one launches, never --profile): the next kernel's blocks are scheduled while this one's last
+  /// blocks run (wait_for_previous_kernel in fused_common.cuh).
+  bool early_launch = true;
 };
 
 /// Trains the specs stage 08 can fuse (fused_plan.hpp) with the fused kernels of Tasks 8.1 to 8.8.
@@ -105,6 +109,8 @@ class FusedEngine : public Engine {
   bool graph_enabled() const { return options_.graph && !options_.persistent && !cfg_.profile; }
   /// True when full batches run as one persistent kernel.
   bool persistent_enabled() const { return options_.persistent && !cfg_.profile; }
+  /// True when the step's kernels launch programmatically, each before the one ahead has finished.
+  bool early_launch_enabled() const { return options_.early_launch && !cfg_.profile && !persistent_enabled(); }
   long graph_replays() const { return graph_replays_; }
   std::size_t graph_nodes() const { return graph_.nodes(); }
   /// Kernel launches of one full training step as this engine runs it (1 when persistent).

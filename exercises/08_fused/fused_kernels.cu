@@ -81,7 +81,7 @@ int phase_smem_bytes(const FusedPhase& p) {
   return 0;
 }
 
-void launch_phase(const FusedPhase& p, cudaStream_t stream) {
+void launch_phase(const FusedPhase& p, cudaStream_t stream, bool early) {
   switch (p.kind) {
     case PhaseKind::Gather: {
       const GatherArgs& g = p.gather;
@@ -89,12 +89,12 @@ void launch_phase(const FusedPhase& p, cudaStream_t stream) {
                                stream);
       break;
     }
-    case PhaseKind::ConvForward: conv_block_forward_gpu(p.conv_forward, stream); break;
-    case PhaseKind::ConvBackward: conv_block_backward_gpu(p.conv_backward, stream); break;
-    case PhaseKind::DenseForward: dense_forward_gpu(p.dense_forward, stream); break;
-    case PhaseKind::DenseBackward: dense_backward_gpu(p.dense_backward, stream); break;
-    case PhaseKind::Head: softmax_head_gpu(p.head, stream); break;
-    case PhaseKind::Sgd: sgd_multi_tensor_gpu(p.sgd, stream); break;
+    case PhaseKind::ConvForward: conv_block_forward_gpu(p.conv_forward, stream, early); break;
+    case PhaseKind::ConvBackward: conv_block_backward_gpu(p.conv_backward, stream, early); break;
+    case PhaseKind::DenseForward: dense_forward_gpu(p.dense_forward, stream, early); break;
+    case PhaseKind::DenseBackward: dense_backward_gpu(p.dense_backward, stream, early); break;
+    case PhaseKind::Head: softmax_head_gpu(p.head, stream, early); break;
+    case PhaseKind::Sgd: sgd_multi_tensor_gpu(p.sgd, stream, early); break;
   }
 }
 

@@ -54,8 +54,6 @@ constexpr int kFusedSharedBudget = 46 * 1024;
 constexpr int kConvSlots = 64;
 /// Filters (forward) or input channels (input gradient) one conv block takes: 4 per thread group.
 constexpr int kConvGroup = kFusedThreads / kConvSlots * 4;
-/// Weights one thread sums in the weight-gradient part of the conv backward kernel.
-constexpr int kMaxWeightsPerThread = 4;
 /// Dense kernels: output tiles of kDenseTile x kDenseTile, the sum over IN staged kDenseChunk at a time.
 constexpr int kDenseTile = 32;
 constexpr int kDenseChunk = 128;
@@ -63,6 +61,8 @@ constexpr int kDenseChunk = 128;
 constexpr int kDenseRowsPerSlice = 64;
 /// Softmax head: examples per block (one warp each).
 constexpr int kHeadRows = kFusedThreads / 32;
+/// The most classes the head takes: each lane keeps a row's logits in registers (Task 8.6).
+constexpr int kHeadMaxClasses = 32;
 
 /// The activation a fused kernel applies in its epilogue (None: the identity).
 enum class FusedAct : int { None = 0, ReLU, LeakyReLU, Sigmoid, Tanh, Softplus };
@@ -134,7 +134,7 @@ struct ConvForwardArgs {
 ConvForwardArgs plan_conv_block_forward(const ConvBlockShape& s, int B, const float* x, const float* w,
                                         const float* b, float* y, unsigned char* argmax, int target_blocks);
 /// Queues the forward kernel of `a` on `stream`.
-void conv_block_forward_gpu(const ConvForwardArgs& a, cudaStream_t stream = 0);
+void conv_block_forward_gpu(const ConvForwardArgs& a, cudaStream_t stream = 0, bool early = false);
 
 // ---- Tasks 8.2 and 8.3 -----------------------------------------------------------------------
 
@@ -142,9 +142,10 @@ void conv_block_forward_gpu(const ConvForwardArgs& a, cudaStream_t stream = 0);
 ///
 /// Blocks [0, weight_blocks) sum the weight and bias gradients (Task 8.2): block
 /// `b = (slice * wg_filter_groups + filter_group) * wg_chan_groups + chan_group`
-/// takes wg_images examples, wg_filters filters and wg_chans input channels, and
-/// writes its partial sums to slice `slice` of dw_partials (and, for chan_group 0,
-/// of db_partials). Blocks [weight_blocks, weight_blocks + input_blocks) compute the
+/// takes wg_images examples, wg_filters filters and wg_chans input channels (their
+/// padded planes wg_pitch floats apart in shared memory), gives each (filter,
+/// channel) pair wg_split threads, and writes its partial sums to slice `slice` of
+/// dw_partials (and, for chan_group 0, of db_partials). Blocks [weight_blocks, weight_blocks + input_blocks) compute the
 /// input gradient (Task 8.3): block
 /// `b = (image_group * ig_chan_groups + chan_group) * ig_tiles_h * ig_tiles_w + tile`
 /// takes ig_images examples, kConvGroup input channels and a tile of
@@ -174,6 +175,7 @@ struct ConvBackwardArgs {
   int wg_images, wg_slices;
   int wg_filters, wg_filter_groups;
   int wg_chans, wg_chan_groups;
+  int wg_pitch, wg_split;
   int weight_blocks;
   // the input-gradient part (Task 8.3)
   int ig_tile_h, ig_tile_w, ig_tiles_h, ig_tiles_w;
@@ -193,7 +195,7 @@ ConvBackwardArgs plan_conv_block_backward(const ConvBlockShape& s, int B, const 
                                           float* dw_partials, float* db_partials, float* dx, int target_blocks,
                                           int wg_images = 0);
 /// Queues the backward kernel of `a` on `stream`.
-void conv_block_backward_gpu(const ConvBackwardArgs& a, cudaStream_t stream = 0);
+void conv_block_backward_gpu(const ConvBackwardArgs& a, cudaStream_t stream = 0, bool early = false);
 
 // ---- Task 8.4 ---------------------------------------------------------------------------------
 
@@ -227,7 +229,7 @@ DenseForwardArgs plan_dense_forward(int B, int IN, int OUT, FusedAct act, const 
                                     const float* b, float* y, float* partials, unsigned int* counters,
                                     int target_blocks, int max_k_slices);
 /// Queues the dense forward kernel of `a` on `stream`.
-void dense_forward_gpu(const DenseForwardArgs& a, cudaStream_t stream = 0);
+void dense_forward_gpu(const DenseForwardArgs& a, cudaStream_t stream = 0, bool early = false);
 
 // ---- Task 8.5 ---------------------------------------------------------------------------------
 
@@ -260,13 +262,13 @@ DenseBackwardArgs plan_dense_backward(int B, int IN, int OUT, FusedAct act, cons
                                       const float* y, const float* dy, float* dw_partials, float* db_partials,
                                       float* dx);
 /// Queues the dense backward kernel of `a` on `stream`.
-void dense_backward_gpu(const DenseBackwardArgs& a, cudaStream_t stream = 0);
+void dense_backward_gpu(const DenseBackwardArgs& a, cudaStream_t stream = 0, bool early = false);
 
 // ---- Task 8.6 ---------------------------------------------------------------------------------
 
 /// The last dense layer (no activation) and the loss, forward and backward, in one kernel.
 ///
-/// Block b takes examples [b kHeadRows, (b + 1) kHeadRows), one warp each: the
+/// Block b takes examples [b kHeadRows, (b + 1) kHeadRows), one warp each (K at most kHeadMaxClasses): the
 /// logits z = x W^T + b of its row, the loss (added to *loss_sum), whether the
 /// arg-max is the label (added to *correct), the prediction, and when training
 /// dL/dz (cross-entropy: (softmax(z) - onehot) / B; mse: 2 (z - onehot) / (B K)),
@@ -295,7 +297,7 @@ HeadArgs plan_softmax_head(int B, int IN, int K, FusedLoss loss, const float* x,
                            const int* labels, double* loss_sum, unsigned long long* correct, int* predictions,
                            bool train, float* dw_partials, float* db_partials, float* dx);
 /// Queues the head kernel of `a` on `stream`.
-void softmax_head_gpu(const HeadArgs& a, cudaStream_t stream = 0);
+void softmax_head_gpu(const HeadArgs& a, cudaStream_t stream = 0, bool early = false);
 
 // ---- Task 8.7 ---------------------------------------------------------------------------------
 
@@ -331,7 +333,7 @@ struct SgdArgs {
 SgdArgs plan_sgd_multi_tensor(float* params, float* velocity, const SgdTensor* tensors, int tensor_count,
                               long long total, const float* hyper, int* step);
 /// Queues the update of `a` on `stream`.
-void sgd_multi_tensor_gpu(const SgdArgs& a, cudaStream_t stream = 0);
+void sgd_multi_tensor_gpu(const SgdArgs& a, cudaStream_t stream = 0, bool early = false);
 
 // ---- Task 8.8 ---------------------------------------------------------------------------------
 
@@ -371,7 +373,7 @@ struct FusedPhase {
 int phase_blocks(const FusedPhase& p);
 int phase_smem_bytes(const FusedPhase& p);
 /// Queues one phase as its own kernel on `stream` (the gather as stage 06's kernel).
-void launch_phase(const FusedPhase& p, cudaStream_t stream = 0);
+void launch_phase(const FusedPhase& p, cudaStream_t stream = 0, bool early = false);
 
 /// Blocks of kFusedThreads the persistent kernel keeps resident on this GPU with
 /// `smem_bytes` of dynamic shared memory each (every multiprocessor filled as far as

@@ -83,6 +83,9 @@ std::vector<FusedLayer> plan_fused_layers(const Arch& arch, Shape3 input, int cl
       }
       case LayerKind::Dense:
         if (i + 1 == L) {
+          if (spec.units > kHeadMaxClasses)
+            refuse(arch, i, "it has " + std::to_string(spec.units) + " outputs, and the softmax head keeps a row's " +
+                                "logits in registers: at most " + std::to_string(kHeadMaxClasses));
           f.kind = FusedLayer::Kind::Head;
           f.name += "+loss";
         } else {

@@ -12,6 +12,7 @@ namespace course {
 
 /// One block of the update per blockIdx.x.
 __global__ void __launch_bounds__(kFusedThreads) sgd_multi_tensor_kernel(SgdArgs a) {
+  wait_for_previous_kernel();
   sgd_multi_tensor_block(a, static_cast<int>(blockIdx.x));
 }
 
@@ -35,8 +36,8 @@ SgdArgs plan_sgd_multi_tensor(float* params, float* velocity, const SgdTensor* t
   return a;
 }
 
-void sgd_multi_tensor_gpu(const SgdArgs& a, cudaStream_t stream) {
-  sgd_multi_tensor_kernel<<<a.blocks, kFusedThreads, 0, stream>>>(a);
+void sgd_multi_tensor_gpu(const SgdArgs& a, cudaStream_t stream, bool early) {
+  launch_fused_kernel(sgd_multi_tensor_kernel, a.blocks, 0, stream, a, early);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -21,6 +21,7 @@ void require(const void* p, const char* what) {
 
 /// One block of the head per blockIdx.x.
 __global__ void __launch_bounds__(kFusedThreads) softmax_head_kernel(HeadArgs a) {
+  wait_for_previous_kernel();
   softmax_head_rows(a, static_cast<int>(blockIdx.x), fused_shared_memory());
 }
 
@@ -30,6 +31,9 @@ HeadArgs plan_softmax_head(int B, int IN, int K, FusedLoss loss, const float* x,
   if (B < 1 || IN < 1 || K < 1)
     throw std::invalid_argument("plan_softmax_head: every size must be at least 1, got B " + std::to_string(B) +
                                 ", IN " + std::to_string(IN) + ", K " + std::to_string(K));
+  if (K > kHeadMaxClasses)
+    throw std::invalid_argument("plan_softmax_head: " + std::to_string(K) + " classes: stage 08's head keeps a row's " +
+                                "logits in registers, at most " + std::to_string(kHeadMaxClasses));
   require(x, "x");
   require(w, "w");
   require(b, "b");
@@ -56,7 +60,7 @@ HeadArgs plan_softmax_head(int B, int IN, int K, FusedLoss loss, const float* x,
   a.dw_partials = dw_partials;
   a.db_partials = db_partials;
   a.dx = dx;
-  // TODO(Task 8.6): one block per kHeadRows examples (so dW has as many slices), with room in shared memory for the logits and dL/dz of its rows
+  // TODO(Task 8.6): one block per kHeadRows examples (so dW has as many slices), with room in shared memory for dL/dz of its rows
   throw course::NotImplemented("Task 8.6", "08_fused/softmax_xent.cu", "docs/lessons/08_fused.md");
   if (a.smem_bytes > kFusedSharedBudget)
     throw std::invalid_argument("plan_softmax_head: " + std::to_string(K) + " classes need " +
@@ -65,8 +69,8 @@ HeadArgs plan_softmax_head(int B, int IN, int K, FusedLoss loss, const float* x,
   return a;
 }
 
-void softmax_head_gpu(const HeadArgs& a, cudaStream_t stream) {
-  softmax_head_kernel<<<a.blocks, kFusedThreads, static_cast<std::size_t>(a.smem_bytes), stream>>>(a);
+void softmax_head_gpu(const HeadArgs& a, cudaStream_t stream, bool early) {
+  launch_fused_kernel(softmax_head_kernel, a.blocks, a.smem_bytes, stream, a, early);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -5,7 +5,8 @@
 /// their own, and the loss needs all K of a row at once. So one warp takes one
 /// example from its input row to its gradient:
 ///
-///     z_k = b_k + sum_i x_i W_ki             lanes split the sum over i; the warp adds their parts (__shfl_xor_sync)
+///     z_k = b_k + sum_i x_i W_ki             lanes split the sum over i for all K at once; a shuffle tree
+///                                            (__shfl_xor_sync) leaves every lane with all K sums
 ///     L = log sum_k e^(z_k - m) - (z_y - m)  m = max_k z_k; the first arg-max is the prediction
 ///     dz_k = (e^(z_k - m) / sum_j e^(z_j - m) - [k = y]) / B
 ///     dx_i = sum_k dz_k W_ki                 the gradient the layer below receives
@@ -24,10 +25,22 @@
 
 namespace course {
 
-/// The head's block `block` of a.blocks: examples [block kHeadRows, (block + 1) kHeadRows).
-__device__ inline void softmax_head_rows(const HeadArgs& a, int block, float* smem) {
-  // TODO(Task 8.6): one warp per example: its K logits (lanes split each dot product, a shuffle tree adds them), then on lane 0 the arg-max, the loss and, when training, dz = dL/dz into shared memory; then dx = dz W for each row, and this block's slice of dW and db summed over its rows
+/// The head's block `block` of a.blocks: examples [block kHeadRows, (block + 1) kHeadRows). KC > 0: a.K is
+/// KC, known to the compiler; KC = 0: any a.K up to kHeadMaxClasses.
+template <int KC>
+__device__ void softmax_head_rows_of(const HeadArgs& a, int block, float* smem) {
+  // TODO(Task 8.6): one warp per example: each lane sums its share of the row for all K logits at once, a shuffle tree gives every lane all K sums; every lane then has the arg-max, the loss and, when training, dz = dL/dz (lane 0 adds the loss and the count); dx = dz W for the row; then the block's rows' dz through shared memory, and this block's slice of dW and db
+  // HINT: keep the K logits in a register array of kMax, every loop over k unrolled with `if (KC > 0 || k < a.K)`: an array indexed by a value the compiler cannot see lives in local memory, not in registers.
   // HINT: rows past B must still reach __syncthreads(); give them dz = 0, so that the block's sums need no test.
+}
+
+/// The head's block `block` of a.blocks. The `cnn` and the `mlp` end in 10 classes: their heads are compiled
+/// for K = 10 (no test of k < K in the unrolled loops over the logits, about half the instructions).
+__device__ inline void softmax_head_rows(const HeadArgs& a, int block, float* smem) {
+  if (a.K == 10)
+    softmax_head_rows_of<10>(a, block, smem);
+  else
+    softmax_head_rows_of<0>(a, block, smem);
 }
 
 }  // namespace course

@@ -24,6 +24,7 @@ void require(const void* p, const char* what) {
 /// One block of the backward pass per blockIdx.x: weight-gradient blocks first, then input-gradient blocks.
 template <int K, int Q>
 __global__ void __launch_bounds__(kFusedThreads) conv_block_backward_kernel(ConvBackwardArgs a) {
+  wait_for_previous_kernel();
   conv_block_backward_tile<K, Q>(a, static_cast<int>(blockIdx.x), fused_shared_memory());
 }
 
@@ -54,25 +55,33 @@ ConvBackwardArgs plan_conv_block_backward(const ConvBlockShape& s, int B, const 
   if (dw_partials != nullptr) {
     require(x, "x");
     require(db_partials, "db_partials");
-    // BEGIN Task 8.2: plan the weight-gradient part: as many input channels per block as fit kFusedSharedBudget (padded planes) and give at most kFusedThreads * kMaxWeightsPerThread weights, then as many filters as that leaves (at most kFusedThreads); examples per slice from target_blocks unless wg_images is given
-    // HINT: shared memory: wg_chans (H + 2P)(W + 2P) floats of x, then wg_filters Hq Wq floats of g and as many ints of offsets (each array rounded up to 4).
+    // BEGIN Task 8.2: plan the weight-gradient part: each input plane padded to an odd pitch; as many input channels per block as fit kFusedSharedBudget (at most kFusedThreads), then as many filters as the threads and the shared memory leave, halved (while the pairs are fewer than the threads) as long as the grid is short of target_blocks and each pair would get at most 32 threads; wg_split threads per (filter, channel) pair, the largest power of 2 (at most 32) the threads allow; examples per slice from target_blocks unless wg_images is given
+    // HINT: shared memory: wg_chans * wg_pitch floats of x, then wg_filters Hq Wq floats of g and as many ints of offsets (each array rounded up to 4).
     const int plane = (s.H + 2 * s.P) * (s.W + 2 * s.P), cells = s.Hq * s.Wq;
-    const int max_weights = kFusedThreads * kMaxWeightsPerThread;
-    a.wg_chans = std::min({s.C, max_weights / taps, (kFusedSharedBudget / 4 - 24 - 2 * cells) / plane});
+    a.wg_pitch = plane | 1;
+    a.wg_chans = std::min({s.C, kFusedThreads, (kFusedSharedBudget / 4 - 24 - 2 * cells) / a.wg_pitch});
     if (a.wg_chans < 1)
       throw std::invalid_argument(describe(s) + ": one padded input plane and one filter's gradients take " +
-                                  std::to_string(4 * (plane + 2 * cells)) + " bytes, more than the " +
+                                  std::to_string(4 * (a.wg_pitch + 2 * cells)) + " bytes, more than the " +
                                   std::to_string(kFusedSharedBudget) + " bytes of shared memory a block may use");
     // What the channels leave: at least one filter, by the margin of 24 floats above.
-    a.wg_filters = std::min({s.F, kFusedThreads, max_weights / (a.wg_chans * taps),
-                             (kFusedSharedBudget / 4 - 16 - round_up_to_4(a.wg_chans * plane)) / (2 * cells)});
+    a.wg_filters = std::min({s.F, kFusedThreads / a.wg_chans,
+                             (kFusedSharedBudget / 4 - 16 - round_up_to_4(a.wg_chans * a.wg_pitch)) / (2 * cells)});
+    // When the pairs are fewer than the threads (the channels are few), fewer filters a block while even one
+    // example a slice leaves the grid short of target_blocks, as long as a pair gets at most 32 threads
+    // (conv1: 16 filters of one channel -> 8, 128 blocks instead of 64).
+    while (a.wg_filters * a.wg_chans < kFusedThreads && (a.wg_filters / 2) * a.wg_chans * 32 >= kFusedThreads &&
+           ceil_div(s.F, a.wg_filters) * ceil_div(s.C, a.wg_chans) * B < target_blocks)
+      a.wg_filters /= 2;
+    a.wg_split = 1;
+    while (a.wg_split < 32 && 2 * a.wg_split * a.wg_filters * a.wg_chans <= kFusedThreads) a.wg_split *= 2;
     a.wg_chan_groups = ceil_div(s.C, a.wg_chans);
     a.wg_filter_groups = ceil_div(s.F, a.wg_filters);
     const int groups = a.wg_chan_groups * a.wg_filter_groups;
     a.wg_images = wg_images > 0 ? wg_images : std::max(1, B / std::max(1, target_blocks / groups));
     a.wg_slices = ceil_div(B, a.wg_images);
     a.weight_blocks = a.wg_slices * groups;
-    weight_smem = 4 * (round_up_to_4(a.wg_chans * plane) + 2 * round_up_to_4(a.wg_filters * cells));
+    weight_smem = 4 * (round_up_to_4(a.wg_chans * a.wg_pitch) + 2 * round_up_to_4(a.wg_filters * cells));
     // END Task 8.2
   }
   if (dx != nullptr) {
@@ -102,18 +111,18 @@ ConvBackwardArgs plan_conv_block_backward(const ConvBlockShape& s, int B, const 
   return a;
 }
 
-void conv_block_backward_gpu(const ConvBackwardArgs& a, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(a.weight_blocks + a.input_blocks)), block(kFusedThreads);
-  const std::size_t smem = static_cast<std::size_t>(a.smem_bytes);
+void conv_block_backward_gpu(const ConvBackwardArgs& a, cudaStream_t stream, bool early) {
+  void (*kernel)(ConvBackwardArgs) = nullptr;
   switch (a.s.K * 10 + a.s.Q) {
-    case 11: conv_block_backward_kernel<1, 1><<<grid, block, smem, stream>>>(a); break;
-    case 12: conv_block_backward_kernel<1, 2><<<grid, block, smem, stream>>>(a); break;
-    case 31: conv_block_backward_kernel<3, 1><<<grid, block, smem, stream>>>(a); break;
-    case 32: conv_block_backward_kernel<3, 2><<<grid, block, smem, stream>>>(a); break;
-    case 51: conv_block_backward_kernel<5, 1><<<grid, block, smem, stream>>>(a); break;
-    case 52: conv_block_backward_kernel<5, 2><<<grid, block, smem, stream>>>(a); break;
+    case 11: kernel = conv_block_backward_kernel<1, 1>; break;
+    case 12: kernel = conv_block_backward_kernel<1, 2>; break;
+    case 31: kernel = conv_block_backward_kernel<3, 1>; break;
+    case 32: kernel = conv_block_backward_kernel<3, 2>; break;
+    case 51: kernel = conv_block_backward_kernel<5, 1>; break;
+    case 52: kernel = conv_block_backward_kernel<5, 2>; break;
     default: throw std::invalid_argument("conv_block_backward_gpu: no kernel for " + describe(a.s));
   }
+  launch_fused_kernel(kernel, a.weight_blocks + a.input_blocks, a.smem_bytes, stream, a, early);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -21,10 +21,13 @@
 /// Both sums run over the whole batch: a reduction across the blocks of the
 /// grid, the one thing here that one block cannot finish. Each block sums the
 /// examples of its slice, in a fixed order, and writes a partial sum; the
-/// update (Task 8.7) adds the slices. Within a block each thread owns up to
-/// kMaxWeightsPerThread weights and, for every example, reads per pooled
-/// output its g and the offset of the winning cell (staged once per filter),
-/// and the input cell under its tap.
+/// update (Task 8.7) adds the slices. Within a block a thread owns the K x K
+/// weights of one (filter, channel) pair: per pooled output it reads g and the
+/// offset of the winning cell once (staged once per filter) and then the K x K
+/// input cells under the taps, K^2 multiply-adds for K^2 + 2 reads of shared
+/// memory, which is what bounds this loop. When the block has fewer pairs than
+/// threads (conv1: 16 filters of one channel), wg_split threads share a pair,
+/// each taking every wg_split-th pooled output, and add their sums at the end.
 ///
 /// **Input gradient** (Task 8.3). The full convolution of dL/dz with the
 /// flipped kernel, stage 02's formula at stride 1:
@@ -47,9 +50,9 @@ namespace course {
 /// Weight-gradient block `block` of a.weight_blocks: partial sums of dW and db over its slice of examples.
 template <int K, int Q>
 __device__ void conv_block_weight_gradient_tile(const ConvBackwardArgs& a, int block, float* smem) {
-  // BEGIN Task 8.2 (device): for each example of the block's slice, stage the padded input planes of its channels, and g = dy act'(y) with the padded-plane offset of each window's winning cell for its filters; each thread adds g * x over the pooled outputs for each of its weights; write the partial sums (and, in channel group 0, the bias sums) to the block's slice
-  // HINT: stage x zero-padded, [channel][H + 2P][W + 2P]: the input cell of tap (kh, kw) for the conv output (oh, ow) is then at offset (oh + kh) (W + 2P) + ow + kw of its plane, with no bounds test.
-  // HINT: thread t owns weights t, t + blockDim.x, ... of the block, numbered (filter, channel, kh, kw) with kw fastest; precompute each weight's plane offset kh (W + 2P) + kw + channel * plane.
+  // BEGIN Task 8.2 (device): for each example of the block's slice, stage the padded input planes of its channels, and g = dy act'(y) with the padded-plane offset of each window's winning cell for its filters; each group of wg_split threads owns one (filter, channel) pair and its K x K weights, and its threads add g * x over every wg_split-th pooled output; the group's threads add their sums with shuffles and the first writes the partial sums (and, in channel group 0, the bias sums) to the block's slice
+  // HINT: stage x zero-padded, channel c at c * wg_pitch, row r at r (W + 2P): the input cell of tap (kh, kw) for the conv output (oh, ow) is then at offset (oh + kh) (W + 2P) + ow + kw of its plane, with no bounds test.
+  // HINT: per pooled output a thread reads g and the offset once and then K * K inputs, one for each of its weights; consecutive threads take consecutive channels of one filter (wg_pitch is odd: their reads fall in different banks).
   const ConvBlockShape& s = a.s;
   constexpr int kTaps = K * K;
   const int chan_group = block % a.wg_chan_groups;
@@ -58,72 +61,73 @@ __device__ void conv_block_weight_gradient_tile(const ConvBackwardArgs& a, int b
   const int c0 = chan_group * a.wg_chans, nc = min(a.wg_chans, s.C - c0);
   const int f0 = filter_group * a.wg_filters, nf = min(a.wg_filters, s.F - f0);
   const int n0 = slice * a.wg_images, ni = min(a.wg_images, a.B - n0);
-  const int Hp = s.H + 2 * s.P, Wp = s.W + 2 * s.P, plane = Hp * Wp;
+  const int Wp = s.W + 2 * s.P;
   const int cells = s.Hq * s.Wq;  // pooled outputs per plane: the terms of the sums, per example
 
-  // Shared memory: x [wg_chans][Hp][Wp], zero-padded; g [wg_filters][cells]; offset [wg_filters][cells].
+  // Shared memory: x [wg_chans][wg_pitch], zero-padded planes; g [wg_filters][cells]; offset [wg_filters][cells].
   float* xs = smem;
-  float* gs = xs + round_up_to_4(a.wg_chans * plane);
+  float* gs = xs + round_up_to_4(a.wg_chans * a.wg_pitch);
   int* offset = reinterpret_cast<int*>(gs + round_up_to_4(a.wg_filters * cells));
 
-  // This thread's weights: (fl, cl, kh, kw) of the block, where each lies in the staged arrays.
-  const int weights = nf * nc * kTaps;
-  int x_at[kMaxWeightsPerThread], g_at[kMaxWeightsPerThread];
-  float acc[kMaxWeightsPerThread];
+  // This thread: part `part` of the wg_split threads of pair (fl, cl), channel fastest.
+  const int pair = static_cast<int>(threadIdx.x) / a.wg_split, part = static_cast<int>(threadIdx.x) % a.wg_split;
+  const int fl = pair / nc, cl = pair % nc;
+  const bool active = pair < nf * nc;
+  const float* g = gs + fl * cells;
+  const int* at = offset + fl * cells;
+  const float* xc = xs + cl * a.wg_pitch;
+  float acc[kTaps];
 #pragma unroll
-  for (int m = 0; m < kMaxWeightsPerThread; ++m) {
-    const int j = static_cast<int>(threadIdx.x) + m * static_cast<int>(blockDim.x);
-    const int fl = j / (nc * kTaps), cl = j / kTaps % nc, tap = j % kTaps;
-    x_at[m] = cl * plane + tap / K * Wp + tap % K;
-    g_at[m] = fl * cells;
-    acc[m] = 0.f;
-  }
+  for (int t = 0; t < kTaps; ++t) acc[t] = 0.f;
   float bias_acc = 0.f;
 
   for (int im = 0; im < ni; ++im) {
-    const int n = n0 + im;
+    const long n = n0 + im;
     __syncthreads();  // the previous example's stage has been read
-    for (int i = threadIdx.x; i < nc * plane; i += blockDim.x) {
-      const int cl = i / plane, ih = i % plane / Wp - s.P, iw = i % Wp - s.P;
-      xs[i] = ih >= 0 && ih < s.H && iw >= 0 && iw < s.W
-                  ? a.x[((static_cast<long>(n) * s.C + c0 + cl) * s.H + ih) * s.W + iw]
-                  : 0.f;
-    }
-    for (int i = threadIdx.x; i < nf * cells; i += blockDim.x) {
-      const int fl = i / cells, qh = i % cells / s.Wq, qw = i % s.Wq;
-      const long o = ((static_cast<long>(n) * s.F + f0 + fl) * s.Hq + qh) * s.Wq + qw;
-      const int win = Q > 1 ? a.argmax[o] : 0;
-      gs[i] = a.dy[o] * fused_slope(s.act, a.y[o]);
-      offset[i] = (qh * Q + win / Q) * Wp + qw * Q + win % Q;
-    }
+    stage_in_flight(
+        nc * a.wg_pitch,
+        [&](int i) {
+          const int c = i / a.wg_pitch, ih = i % a.wg_pitch / Wp - s.P, iw = i % a.wg_pitch % Wp - s.P;
+          return ih >= 0 && ih < s.H && iw >= 0 && iw < s.W ? a.x[((n * s.C + c0 + c) * s.H + ih) * s.W + iw] : 0.f;
+        },
+        [&](int i, float v) { xs[i] = v; });
+    stage_in_flight(
+        nf * cells,
+        [&](int i) {
+          const long o = (n * s.F + f0) * cells + i;  // filters f0 .. are consecutive planes of y
+          return make_float2(a.dy[o] * fused_slope(s.act, a.y[o]), __int_as_float(Q > 1 ? a.argmax[o] : 0));
+        },
+        [&](int i, float2 v) {
+          const int qh = i % cells / s.Wq, qw = i % s.Wq, win = __float_as_int(v.y);
+          gs[i] = v.x;
+          offset[i] = (qh * Q + win / Q) * Wp + qw * Q + win % Q;
+        });
     __syncthreads();
+    if (active) {
+      for (int p = part; p < cells; p += a.wg_split) {
+        const float gv = g[p];
+        const float* xw = xc + at[p];
 #pragma unroll
-    for (int m = 0; m < kMaxWeightsPerThread; ++m) {
-      if (static_cast<int>(threadIdx.x) + m * static_cast<int>(blockDim.x) < weights) {
-        const float* g = gs + g_at[m];
-        const int* at = offset + g_at[m];
-        const float* xw = xs + x_at[m];
-        float sum = acc[m];
-#pragma unroll 4
-        for (int p = 0; p < cells; ++p) sum += g[p] * xw[at[p]];
-        acc[m] = sum;
+        for (int kh = 0; kh < K; ++kh)
+#pragma unroll
+          for (int kw = 0; kw < K; ++kw) acc[kh * K + kw] += gv * xw[kh * Wp + kw];
+        bias_acc += gv;
       }
     }
-    if (chan_group == 0 && static_cast<int>(threadIdx.x) < nf)
-      for (int p = 0; p < cells; ++p) bias_acc += gs[threadIdx.x * cells + p];
   }
 
-  const long slice_weights = static_cast<long>(s.F) * s.C * kTaps;
+  // The wg_split threads of a pair are neighbouring lanes: add their sums in a fixed tree.
+  for (int width = a.wg_split / 2; width > 0; width /= 2) {
 #pragma unroll
-  for (int m = 0; m < kMaxWeightsPerThread; ++m) {
-    const int j = static_cast<int>(threadIdx.x) + m * static_cast<int>(blockDim.x);
-    if (j < weights) {
-      const int fl = j / (nc * kTaps), cl = j / kTaps % nc, tap = j % kTaps;
-      a.dw_partials[slice * slice_weights + (static_cast<long>(f0 + fl) * s.C + c0 + cl) * kTaps + tap] = acc[m];
-    }
+    for (int t = 0; t < kTaps; ++t) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], width);
+    bias_acc += __shfl_xor_sync(0xffffffffu, bias_acc, width);
   }
-  if (chan_group == 0 && static_cast<int>(threadIdx.x) < nf)
-    a.db_partials[static_cast<long>(slice) * s.F + f0 + threadIdx.x] = bias_acc;
+  if (!active || part != 0) return;
+  const long slice_weights = static_cast<long>(s.F) * s.C * kTaps;
+  float* dw = a.dw_partials + slice * slice_weights + (static_cast<long>(f0 + fl) * s.C + c0 + cl) * kTaps;
+#pragma unroll
+  for (int t = 0; t < kTaps; ++t) dw[t] = acc[t];
+  if (chan_group == 0 && cl == 0) a.db_partials[static_cast<long>(slice) * s.F + f0 + fl] = bias_acc;
   // END Task 8.2
 }
 
@@ -161,22 +165,31 @@ __device__ void conv_block_input_gradient_tile(const ConvBackwardArgs& a, int bl
   for (int f0 = 0; f0 < s.F; f0 += a.ig_filters) {
     const int nf = min(a.ig_filters, s.F - f0);
     __syncthreads();  // every thread is done with the previous stage
-    for (int i = threadIdx.x; i < a.ig_images * nf * DH * DW; i += blockDim.x) {
-      const int col = i % DW, row = i / DW % DH, fl = i / (DW * DH) % nf, im = i / (DW * DH * nf);
-      const int nn = n0 + im, oh = oh0 + row, ow = ow0 + col;
-      float v = 0.f;
-      if (nn < a.B && oh >= 0 && oh < rows && ow >= 0 && ow < cols) {
-        const int qh = oh / Q, qw = ow / Q;
-        const long o = ((static_cast<long>(nn) * s.F + f0 + fl) * s.Hq + qh) * s.Wq + qw;
-        if (Q == 1 || a.argmax[o] == (oh - qh * Q) * Q + (ow - qw * Q)) v = a.dy[o] * fused_slope(s.act, a.y[o]);
-      }
-      dzs[((im * a.ig_filters + fl) * DH + row) * DW + col] = v;
-    }
-    for (int i = threadIdx.x; i < nf * kTaps * kConvGroup; i += blockDim.x) {
-      const int cl = i % kConvGroup, tap = i / kConvGroup % kTaps, fl = i / (kConvGroup * kTaps);
-      const int c = c0 + cl;
-      ws[i] = c < s.C ? a.w[(static_cast<long>(f0 + fl) * s.C + c) * kTaps + tap] : 0.f;
-    }
+    stage_in_flight(
+        a.ig_images * nf * DH * DW,
+        [&](int i) {
+          const int col = i % DW, row = i / DW % DH, fl = i / (DW * DH) % nf, im = i / (DW * DH * nf);
+          const int nn = n0 + im, oh = oh0 + row, ow = ow0 + col;
+          float v = 0.f;
+          if (nn < a.B && oh >= 0 && oh < rows && ow >= 0 && ow < cols) {
+            const int qh = oh / Q, qw = ow / Q;
+            const long o = ((static_cast<long>(nn) * s.F + f0 + fl) * s.Hq + qh) * s.Wq + qw;
+            if (Q == 1 || a.argmax[o] == (oh - qh * Q) * Q + (ow - qw * Q)) v = a.dy[o] * fused_slope(s.act, a.y[o]);
+          }
+          return v;
+        },
+        [&](int i, float v) {
+          const int col = i % DW, row = i / DW % DH, fl = i / (DW * DH) % nf, im = i / (DW * DH * nf);
+          dzs[((im * a.ig_filters + fl) * DH + row) * DW + col] = v;
+        });
+    stage_in_flight(
+        nf * kTaps * kConvGroup,
+        [&](int i) {
+          const int cl = i % kConvGroup, tap = i / kConvGroup % kTaps, fl = i / (kConvGroup * kTaps);
+          const int c = c0 + cl;
+          return c < s.C ? a.w[(static_cast<long>(f0 + fl) * s.C + c) * kTaps + tap] : 0.f;
+        },
+        [&](int i, float v) { ws[i] = v; });
     __syncthreads();
 
     const float* dz = dzs + staged_image * a.ig_filters * DH * DW + th * DW + tw;  // this cell's window (0, 0)

@@ -24,6 +24,7 @@ void require(const void* p, const char* what, const char* function) {
 /// One block of the forward pass per blockIdx.x.
 template <int K, int Q>
 __global__ void __launch_bounds__(kFusedThreads) conv_block_forward_kernel(ConvForwardArgs a) {
+  wait_for_previous_kernel();
   conv_block_forward_tile<K, Q>(a, static_cast<int>(blockIdx.x), fused_shared_memory());
 }
 
@@ -68,18 +69,18 @@ ConvForwardArgs plan_conv_block_forward(const ConvBlockShape& s, int B, const fl
   return a;
 }
 
-void conv_block_forward_gpu(const ConvForwardArgs& a, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(a.blocks)), block(kFusedThreads);
-  const std::size_t smem = static_cast<std::size_t>(a.smem_bytes);
+void conv_block_forward_gpu(const ConvForwardArgs& a, cudaStream_t stream, bool early) {
+  void (*kernel)(ConvForwardArgs) = nullptr;
   switch (a.s.K * 10 + a.s.Q) {
-    case 11: conv_block_forward_kernel<1, 1><<<grid, block, smem, stream>>>(a); break;
-    case 12: conv_block_forward_kernel<1, 2><<<grid, block, smem, stream>>>(a); break;
-    case 31: conv_block_forward_kernel<3, 1><<<grid, block, smem, stream>>>(a); break;
-    case 32: conv_block_forward_kernel<3, 2><<<grid, block, smem, stream>>>(a); break;
-    case 51: conv_block_forward_kernel<5, 1><<<grid, block, smem, stream>>>(a); break;
-    case 52: conv_block_forward_kernel<5, 2><<<grid, block, smem, stream>>>(a); break;
+    case 11: kernel = conv_block_forward_kernel<1, 1>; break;
+    case 12: kernel = conv_block_forward_kernel<1, 2>; break;
+    case 31: kernel = conv_block_forward_kernel<3, 1>; break;
+    case 32: kernel = conv_block_forward_kernel<3, 2>; break;
+    case 51: kernel = conv_block_forward_kernel<5, 1>; break;
+    case 52: kernel = conv_block_forward_kernel<5, 2>; break;
     default: throw std::invalid_argument("conv_block_forward_gpu: no kernel for " + describe(a.s));
   }
+  launch_fused_kernel(kernel, a.blocks, a.smem_bytes, stream, a, early);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -29,11 +29,13 @@ void require_sizes(int B, int IN, int OUT, const char* function) {
 
 /// One block of the dense forward pass per blockIdx.x.
 __global__ void __launch_bounds__(kFusedThreads) dense_forward_kernel(DenseForwardArgs a) {
+  wait_for_previous_kernel();
   dense_forward_tile(a, static_cast<int>(blockIdx.x), fused_shared_memory());
 }
 
 /// One block of the dense backward pass per blockIdx.x.
 __global__ void __launch_bounds__(kFusedThreads) dense_backward_kernel(DenseBackwardArgs a) {
+  wait_for_previous_kernel();
   dense_backward_tile(a, static_cast<int>(blockIdx.x), fused_shared_memory());
 }
 
@@ -74,8 +76,8 @@ DenseForwardArgs plan_dense_forward(int B, int IN, int OUT, FusedAct act, const 
   return a;
 }
 
-void dense_forward_gpu(const DenseForwardArgs& a, cudaStream_t stream) {
-  dense_forward_kernel<<<a.blocks, kFusedThreads, static_cast<std::size_t>(a.smem_bytes), stream>>>(a);
+void dense_forward_gpu(const DenseForwardArgs& a, cudaStream_t stream, bool early) {
+  launch_fused_kernel(dense_forward_kernel, a.blocks, a.smem_bytes, stream, a, early);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -115,9 +117,8 @@ DenseBackwardArgs plan_dense_backward(int B, int IN, int OUT, FusedAct act, cons
   return a;
 }
 
-void dense_backward_gpu(const DenseBackwardArgs& a, cudaStream_t stream) {
-  dense_backward_kernel<<<a.weight_blocks + a.input_blocks, kFusedThreads, static_cast<std::size_t>(a.smem_bytes),
-                          stream>>>(a);
+void dense_backward_gpu(const DenseBackwardArgs& a, cudaStream_t stream, bool early) {
+  launch_fused_kernel(dense_backward_kernel, a.weight_blocks + a.input_blocks, a.smem_bytes, stream, a, early);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -54,11 +54,18 @@ __device__ inline void dense_forward_tile(const DenseForwardArgs& a, int block, 
   for (int k0 = k_begin; k0 < k_end; k0 += kDenseChunk) {
     const int kn = min(kDenseChunk, k_end - k0);
     __syncthreads();  // every thread is done with the previous chunk
-    for (int i = threadIdx.x; i < kDenseTile * kn; i += blockDim.x) {
-      const int row = i / kn, k = i % kn;
-      xs[row * kXPitch + k] = n0 + row < a.B ? a.x[static_cast<long>(n0 + row) * a.IN + k0 + k] : 0.f;
-      ws[k * kWPitch + row] = o0 + row < a.OUT ? a.w[static_cast<long>(o0 + row) * a.IN + k0 + k] : 0.f;
-    }
+    stage_in_flight(
+        kDenseTile * kn,
+        [&](int i) {
+          const int row = i / kn, k = i % kn;
+          return make_float2(n0 + row < a.B ? a.x[static_cast<long>(n0 + row) * a.IN + k0 + k] : 0.f,
+                             o0 + row < a.OUT ? a.w[static_cast<long>(o0 + row) * a.IN + k0 + k] : 0.f);
+        },
+        [&](int i, float2 v) {
+          const int row = i / kn, k = i % kn;
+          xs[row * kXPitch + k] = v.x;
+          ws[k * kWPitch + row] = v.y;
+        });
     __syncthreads();
     const float* xr = xs + r * kXPitch;
     const float4* wc = reinterpret_cast<const float4*>(ws) + c4;
@@ -135,12 +142,18 @@ __device__ inline void dense_weight_gradient_tile(const DenseBackwardArgs& a, in
   const int rows = min(kDenseRowsPerSlice, a.B - n0);
   float* dzs = smem;                                  // [kDenseRowsPerSlice][kDenseTile]
   float* xs = smem + kDenseRowsPerSlice * kDenseTile;  // [kDenseRowsPerSlice][kXPitch]
-  for (int i = threadIdx.x; i < rows * kDenseTile; i += blockDim.x) {
-    const int row = i / kDenseTile, c = i % kDenseTile;
-    const long n = n0 + row;
-    dzs[i] = o0 + c < a.OUT ? a.dy[n * a.OUT + o0 + c] * fused_slope(a.act, a.y[n * a.OUT + o0 + c]) : 0.f;
-    xs[row * kXPitch + c] = i0 + c < a.IN ? a.x[n * a.IN + i0 + c] : 0.f;
-  }
+  stage_in_flight(
+      rows * kDenseTile,
+      [&](int i) {
+        const int row = i / kDenseTile, c = i % kDenseTile;
+        const long n = n0 + row;
+        return make_float2(o0 + c < a.OUT ? a.dy[n * a.OUT + o0 + c] * fused_slope(a.act, a.y[n * a.OUT + o0 + c]) : 0.f,
+                           i0 + c < a.IN ? a.x[n * a.IN + i0 + c] : 0.f);
+      },
+      [&](int i, float2 v) {
+        dzs[i] = v.x;
+        xs[i / kDenseTile * kXPitch + i % kDenseTile] = v.y;
+      });
   __syncthreads();
   const int o = static_cast<int>(threadIdx.x) / 8, c4 = static_cast<int>(threadIdx.x) % 8;  // output o0 + o, inputs i0 + 4 c4 ..
   float acc[4] = {0.f, 0.f, 0.f, 0.f};
@@ -179,15 +192,21 @@ __device__ inline void dense_input_gradient_tile(const DenseBackwardArgs& a, int
   float acc[4] = {0.f, 0.f, 0.f, 0.f};
   for (int o0 = 0; o0 < a.OUT; o0 += kDenseTile) {
     __syncthreads();  // every thread is done with the previous outputs
-    for (int i = threadIdx.x; i < kDenseTile * kDenseTile; i += blockDim.x) {
-      const int row = i / kDenseTile, c = i % kDenseTile;
-      const long n = n0 + row;
-      dzs[row * kDzPitch + c] = n < a.B && o0 + c < a.OUT
-                                    ? a.dy[n * a.OUT + o0 + c] * fused_slope(a.act, a.y[n * a.OUT + o0 + c])
-                                    : 0.f;
-      ws[row * kWPitch + c] =
-          o0 + row < a.OUT && i0 + c < a.IN ? a.w[static_cast<long>(o0 + row) * a.IN + i0 + c] : 0.f;
-    }
+    stage_in_flight(
+        kDenseTile * kDenseTile,
+        [&](int i) {
+          const int row = i / kDenseTile, c = i % kDenseTile;
+          const long n = n0 + row;
+          return make_float2(n < a.B && o0 + c < a.OUT
+                                 ? a.dy[n * a.OUT + o0 + c] * fused_slope(a.act, a.y[n * a.OUT + o0 + c])
+                                 : 0.f,
+                             o0 + row < a.OUT && i0 + c < a.IN ? a.w[static_cast<long>(o0 + row) * a.IN + i0 + c] : 0.f);
+        },
+        [&](int i, float2 v) {
+          const int row = i / kDenseTile, c = i % kDenseTile;
+          dzs[row * kDzPitch + c] = v.x;
+          ws[row * kWPitch + c] = v.y;
+        });
     __syncthreads();
     for (int c = 0; c < kDenseTile; ++c) {
       const float dz = dzs[r * kDzPitch + c];

@@ -327,7 +327,8 @@ void FusedEngine::run_uncaptured(const StepPlan& plan, bool update) {
         p.sgd.blocks = 1;
       }
     }
-    profiler_.time(plan.rows[k], plan.passes[k], recording_, stream(), [&] { launch_phase(p, stream()); });
+    profiler_.time(plan.rows[k], plan.passes[k], recording_, stream(),
+                   [&] { launch_phase(p, stream(), early_launch_enabled()); });
   }
 }
 

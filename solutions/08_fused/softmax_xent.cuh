@@ -5,7 +5,8 @@
 /// their own, and the loss needs all K of a row at once. So one warp takes one
 /// example from its input row to its gradient:
 ///
-///     z_k = b_k + sum_i x_i W_ki             lanes split the sum over i; the warp adds their parts (__shfl_xor_sync)
+///     z_k = b_k + sum_i x_i W_ki             lanes split the sum over i for all K at once; a shuffle tree
+///                                            (__shfl_xor_sync) leaves every lane with all K sums
 ///     L = log sum_k e^(z_k - m) - (z_y - m)  m = max_k z_k; the first arg-max is the prediction
 ///     dz_k = (e^(z_k - m) / sum_j e^(z_j - m) - [k = y]) / B
 ///     dx_i = sum_k dz_k W_ki                 the gradient the layer below receives
@@ -24,88 +25,136 @@
 
 namespace course {
 
-/// The head's block `block` of a.blocks: examples [block kHeadRows, (block + 1) kHeadRows).
-__device__ inline void softmax_head_rows(const HeadArgs& a, int block, float* smem) {
-  // BEGIN Task 8.6 (device): one warp per example: its K logits (lanes split each dot product, a shuffle tree adds them), then on lane 0 the arg-max, the loss and, when training, dz = dL/dz into shared memory; then dx = dz W for each row, and this block's slice of dW and db summed over its rows
+/// The head's block `block` of a.blocks: examples [block kHeadRows, (block + 1) kHeadRows). KC > 0: a.K is
+/// KC, known to the compiler; KC = 0: any a.K up to kHeadMaxClasses.
+template <int KC>
+__device__ void softmax_head_rows_of(const HeadArgs& a, int block, float* smem) {
+  // BEGIN Task 8.6 (device): one warp per example: each lane sums its share of the row for all K logits at once, a shuffle tree gives every lane all K sums; every lane then has the arg-max, the loss and, when training, dz = dL/dz (lane 0 adds the loss and the count); dx = dz W for the row; then the block's rows' dz through shared memory, and this block's slice of dW and db
+  // HINT: keep the K logits in a register array of kMax, every loop over k unrolled with `if (KC > 0 || k < a.K)`: an array indexed by a value the compiler cannot see lives in local memory, not in registers.
   // HINT: rows past B must still reach __syncthreads(); give them dz = 0, so that the block's sums need no test.
+  constexpr int kMax = KC > 0 ? KC : kHeadMaxClasses;  // the logits a lane holds
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int n0 = block * kHeadRows, n = n0 + warp;
-  const bool has_row = n < a.B;
-  float* z = smem;                     // [kHeadRows][K]: the logits
-  float* dz = smem + kHeadRows * a.K;  // [kHeadRows][K]: dL/dz, 0 for rows past B
+  const bool has_row = n < a.B;  // the same for the whole warp
+  float* dz_rows = smem;         // [kHeadRows][K]: dL/dz of the block's rows, 0 for rows past B
+
+  // The logits: lane j sums i = j, j + 32, ... for every k; the K sums are independent, so the loads
+  // of one i (x_i and the K weights) are in flight together, not one dot product after another.
+  float z[kMax];
+#pragma unroll
+  for (int k = 0; k < kMax; ++k) z[k] = 0.f;
   if (has_row) {
     const float* xn = a.x + static_cast<long>(n) * a.IN;
-    for (int k = 0; k < a.K; ++k) {
-      const float* wk = a.w + static_cast<long>(k) * a.IN;
-      float part = 0.f;
-      for (int i = lane; i < a.IN; i += 32) part += xn[i] * wk[i];
+#pragma unroll 2
+    for (int i = lane; i < a.IN; i += 32) {
+      const float xv = xn[i];
 #pragma unroll
-      for (int offset = 16; offset > 0; offset /= 2) part += __shfl_xor_sync(0xffffffffu, part, offset);
-      if (lane == 0) z[warp * a.K + k] = part + a.b[k];
+      for (int k = 0; k < kMax; ++k)
+        if (KC > 0 || k < a.K) z[k] += xv * a.w[static_cast<long>(k) * a.IN + i];
     }
+#pragma unroll
+    for (int k = 0; k < kMax; ++k)
+      if (KC > 0 || k < a.K) {
+#pragma unroll
+        for (int offset = 16; offset > 0; offset /= 2) z[k] += __shfl_xor_sync(0xffffffffu, z[k], offset);
+        z[k] += a.b[k];
+      }
   }
-  __syncwarp();
-  if (lane == 0) {
-    const float* zn = z + warp * a.K;
-    float* dn = dz + warp * a.K;
-    if (!has_row) {
-      for (int k = 0; k < a.K; ++k) dn[k] = 0.f;
-    } else {
-      const int label = a.labels[n];
-      float top = zn[0];
-      int best = 0;
-      for (int k = 1; k < a.K; ++k)
-        if (zn[k] > top) {
-          top = zn[k];
+
+  // Every lane now holds the row's K logits: each computes the arg-max, the loss and dz itself (z turns into dz).
+  if (has_row) {
+    const int label = a.labels[n];
+    float top = z[0], z_label = z[0];
+    int best = 0;
+#pragma unroll
+    for (int k = 1; k < kMax; ++k)
+      if (KC > 0 || k < a.K) {
+        if (z[k] > top) {
+          top = z[k];
           best = k;
         }
-      float loss = 0.f;
-      if (a.loss == FusedLoss::CrossEntropy) {
-        float sum = 0.f;
-        for (int k = 0; k < a.K; ++k) sum += expf(zn[k] - top);
-        loss = logf(sum) - (zn[label] - top);
-        if (a.train) {
-          for (int k = 0; k < a.K; ++k) dn[k] = expf(zn[k] - top) / sum / static_cast<float>(a.B);
-          dn[label] -= 1.f / static_cast<float>(a.B);
-        }
-      } else {
-        const float scale = 1.f / (static_cast<float>(a.B) * static_cast<float>(a.K));
-        for (int k = 0; k < a.K; ++k) {
-          const float diff = zn[k] - (k == label ? 1.f : 0.f);
-          loss += diff * diff;
-          if (a.train) dn[k] = 2.f * diff * scale;
-        }
-        loss /= static_cast<float>(a.K);
+        if (k == label) z_label = z[k];
       }
+    float loss = 0.f;
+    if (a.loss == FusedLoss::CrossEntropy) {
+      float sum = 0.f;
+#pragma unroll
+      for (int k = 0; k < kMax; ++k)
+        if (KC > 0 || k < a.K) {
+          z[k] = expf(z[k] - top);
+          sum += z[k];
+        }
+      loss = logf(sum) - (z_label - top);
+      const float inv_b = 1.f / static_cast<float>(a.B);  // one division, not K (exact for a batch of 2^n)
+#pragma unroll
+      for (int k = 0; k < kMax; ++k)
+        if (KC > 0 || k < a.K) z[k] = (z[k] / sum - (k == label ? 1.f : 0.f)) * inv_b;
+    } else {
+      const float scale = 1.f / (static_cast<float>(a.B) * static_cast<float>(a.K));
+#pragma unroll
+      for (int k = 0; k < kMax; ++k)
+        if (KC > 0 || k < a.K) {
+          const float diff = z[k] - (k == label ? 1.f : 0.f);
+          loss += diff * diff;
+          z[k] = 2.f * diff * scale;
+        }
+      loss /= static_cast<float>(a.K);
+    }
+    if (lane == 0) {
       atomicAdd(a.loss_sum, static_cast<double>(loss));
       if (best == label) atomicAdd(a.correct, 1ull);
       if (a.predictions != nullptr) a.predictions[n] = best;
     }
+  } else {
+#pragma unroll
+    for (int k = 0; k < kMax; ++k) z[k] = 0.f;
   }
   if (!a.train) return;
-  __syncthreads();  // every row's dz is in shared memory
 
-  if (has_row && a.dx != nullptr) {
-    const float* dn = dz + warp * a.K;
+  // dx_i = sum_k dz_k W_ki: the row's dz is in every lane's registers.
+  if (has_row && a.dx != nullptr)
     for (int i = lane; i < a.IN; i += 32) {
       float sum = 0.f;
-      for (int k = 0; k < a.K; ++k) sum += dn[k] * a.w[static_cast<long>(k) * a.IN + i];
+#pragma unroll
+      for (int k = 0; k < kMax; ++k)
+        if (KC > 0 || k < a.K) sum += z[k] * a.w[static_cast<long>(k) * a.IN + i];
       a.dx[static_cast<long>(n) * a.IN + i] = sum;
     }
-  }
+  if (lane == 0)
+#pragma unroll
+    for (int k = 0; k < kMax; ++k)
+      if (KC > 0 || k < a.K) dz_rows[warp * a.K + k] = z[k];
+  __syncthreads();  // every row's dz is in shared memory
+
+  // This block's slice of dW: thread t takes inputs i = t, t + blockDim.x, ..., loads x_i of the block's rows
+  // once, and writes dW_ki = sum over the rows of dz_k x_i for every k (rows past B have dz = 0).
   const int rows = min(kHeadRows, a.B - n0);
-  for (int j = threadIdx.x; j < a.K * a.IN; j += blockDim.x) {
-    const int k = j / a.IN, i = j % a.IN;
-    float sum = 0.f;
-    for (int r = 0; r < rows; ++r) sum += dz[r * a.K + k] * a.x[static_cast<long>(n0 + r) * a.IN + i];
-    a.dw_partials[static_cast<long>(block) * a.K * a.IN + j] = sum;
+  for (int i = threadIdx.x; i < a.IN; i += blockDim.x) {
+    float xr[kHeadRows];
+#pragma unroll
+    for (int r = 0; r < kHeadRows; ++r) xr[r] = r < rows ? a.x[static_cast<long>(n0 + r) * a.IN + i] : 0.f;
+    for (int k = 0; k < a.K; ++k) {
+      float sum = 0.f;
+#pragma unroll
+      for (int r = 0; r < kHeadRows; ++r) sum += dz_rows[r * a.K + k] * xr[r];
+      a.dw_partials[(static_cast<long>(block) * a.K + k) * a.IN + i] = sum;
+    }
   }
   for (int k = threadIdx.x; k < a.K; k += blockDim.x) {
     float sum = 0.f;
-    for (int r = 0; r < rows; ++r) sum += dz[r * a.K + k];
+    for (int r = 0; r < rows; ++r) sum += dz_rows[r * a.K + k];
     a.db_partials[static_cast<long>(block) * a.K + k] = sum;
   }
   // END Task 8.6
+}
+
+/// The head's block `block` of a.blocks. The `cnn` and the `mlp` end in 10 classes: their heads are compiled
+/// for K = 10 (no test of k < K in the unrolled loops over the logits, about half the instructions).
+__device__ inline void softmax_head_rows(const HeadArgs& a, int block, float* smem) {
+  if (a.K == 10)
+    softmax_head_rows_of<10>(a, block, smem);
+  else
+    softmax_head_rows_of<0>(a, block, smem);
 }
 
 }  // namespace course

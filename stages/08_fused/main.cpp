@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   const course::StageInfo stage{"08_fused", "Stage 08: the training step in a few fused kernels, in one CUDA graph"};
   std::string graph = "on";
   bool persistent = false;
+  std::string early_launch = "on";
   const auto extra_options = [&](CLI::App& app) {
     app.add_option("--graph", graph,
                    "Replay each training step as one CUDA graph (on) or launch its kernels one by one (off); "
@@ -34,6 +35,11 @@ int main(int argc, char** argv) {
     app.add_flag("--persistent", persistent,
                  "Run each training step as one persistent kernel (a cooperative launch, the phases apart by "
                  "grid-wide barriers) instead of a graph of kernels");
+    app.add_option("--early-launch", early_launch,
+                   "Let each kernel of the step be scheduled while the one before it finishes (programmatic "
+                   "dependent launch, sm_90 and later; it waits for that kernel's results before it reads)")
+        ->check(CLI::IsMember({"on", "off"}))
+        ->capture_default_str();
     // Checked once the command line is parsed (so --help works anywhere) and
     // before the data is loaded: without a GPU there is nothing to wait for.
     app.final_callback([] {
@@ -47,6 +53,7 @@ int main(int argc, char** argv) {
         course::FusedOptions options;
         options.graph = graph == "on";
         options.persistent = persistent;
+        options.early_launch = early_launch == "on";
         auto engine = std::make_unique<course::FusedEngine>(cfg, options);
         std::cout << "fused step: " << engine->kernels_per_step() << " kernel" << (engine->kernels_per_step() == 1 ? "" : "s")
                   << " per step, ";
@@ -56,6 +63,7 @@ int main(int argc, char** argv) {
           std::cout << "one CUDA graph replay per full batch";
         else
           std::cout << (cfg.profile ? "launched one by one (--profile times every kernel)" : "launched one by one");
+        if (engine->early_launch_enabled()) std::cout << ", each kernel launched early";
         std::cout << "\n";
         if (cfg.verbose) std::cout << engine->step_table();
         return engine;

@@ -90,6 +90,14 @@ TEST(Stage08_Plan, RefusesWhatItCannotFuse) {
   EXPECT_TRUE(contains(refusal("conv8k3p1,pool2,relu,fc10"), "layer 3 'relu'")) << "the pool comes after the activation";
   EXPECT_EQ(refusal("conv8k3p1,relu,fc10"), "") << "a conv block without a pool is fused";
   EXPECT_FALSE(refusal("conv8k5,relu,pool2,fc10", {1, 4, 4}).empty()) << "a 5x5 filter on a 4x4 image";
+  try {  // more classes than the head keeps in registers
+    plan_fused_layers(parse_arch("fc20,relu,fc40"), {1, 28, 28}, 40);
+    ADD_FAILURE() << "a head of 40 classes was planned";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_TRUE(contains(e.what(), "layer 3 'fc40'")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "at most 32")) << e.what();
+  }
+  EXPECT_NO_THROW(plan_fused_layers(parse_arch("fc20,relu,fc32"), {1, 28, 28}, 32));
   EngineConfig cfg;
   cfg.arch = parse_arch(named_model_spec("cnn"));
   cfg.input = {1, 28, 28};
@@ -131,14 +139,25 @@ TEST(Stage08_Plan, CnnTilingsAtBatch64) {
   EXPECT_EQ(f2.filter_groups, 2);
   EXPECT_EQ(f2.blocks, 128);
   EXPECT_EQ(f2.chans, 16) << "all 16 channels in one stage: 16 x (16 x 16 + 144) floats = 25.6 KB";
-  // conv2 backward: 7 filters x 16 channels x 9 taps = 1008 weights (4 a thread) per block, 5 filter groups;
-  // 264 / 5 = 52 slices wanted of 64 examples: 1 example a slice, 64 slices; dx in 4 tiles of 14 x 4.
+  // conv2 backward: 16 channels (planes of 16 x 16 padded to a pitch of 257) x 16 filters = 256 pairs, one
+  // thread each, 2 filter groups; 264 / 2 = 132 slices wanted of 64 examples: 1 example a slice, 64 slices;
+  // dx in 4 tiles of 14 x 4.
   const ConvBackwardArgs b2 = plan_conv_block_backward(conv2, 64, p, p, p, m, p, p, p, p, 264);
-  EXPECT_EQ(b2.wg_filters, 7);
+  EXPECT_EQ(b2.wg_pitch, 257);
+  EXPECT_EQ(b2.wg_filters, 16);
   EXPECT_EQ(b2.wg_chans, 16);
-  EXPECT_EQ(b2.wg_filter_groups, 5);
+  EXPECT_EQ(b2.wg_split, 1);
+  EXPECT_EQ(b2.wg_filter_groups, 2);
   EXPECT_EQ(b2.wg_slices, 64);
-  EXPECT_EQ(b2.weight_blocks, 320);
+  EXPECT_EQ(b2.weight_blocks, 128);
+  // conv1 backward (no dx): one channel; 16 filters would make 64 blocks, short of 264: 8 filters a block,
+  // 8 pairs of 32 threads, 2 filter groups, 128 blocks (4 filters would leave half the threads idle).
+  const ConvBackwardArgs b1 = plan_conv_block_backward(conv1, 64, p, p, p, m, p, p, p, nullptr, 264);
+  EXPECT_EQ(b1.wg_pitch, 901);
+  EXPECT_EQ(b1.wg_filters, 8);
+  EXPECT_EQ(b1.wg_split, 32);
+  EXPECT_EQ(b1.weight_blocks, 128);
+  EXPECT_EQ(b1.input_blocks, 0);
   EXPECT_EQ(b2.input_blocks, 64 * 4);
   // fc1: 2 x 4 tiles of 32 x 32; 264 / 8 = 33 slices wanted, at most ceil(1568 / 128) = 13 (no slice
   // shorter than one chunk): 13 slices of 121, 104 blocks.
