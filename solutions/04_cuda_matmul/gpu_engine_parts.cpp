@@ -143,6 +143,7 @@ void GpuProfiler::reset() {
 }
 
 void DeviceSums::allocate() {
+  slots_.reset();  // they copy from the loss_sum that is about to go
   loss_sum.resize(1);
   correct.resize(1);
 }
@@ -150,6 +151,15 @@ void DeviceSums::allocate() {
 void DeviceSums::zero(cudaStream_t stream) {
   CUDA_CHECK(cudaMemsetAsync(loss_sum.get(), 0, sizeof(double), stream));
   CUDA_CHECK(cudaMemsetAsync(correct.get(), 0, sizeof(unsigned long long), stream));
+}
+
+DeviceLossSlots& DeviceSums::loss_slots(cudaStream_t stream, int count) {
+  if (!slots_ || slots_stream_ != stream || slots_->count() != count) {
+    slots_.reset();  // the old slots' copies land before their memory goes
+    slots_ = std::make_unique<DeviceLossSlots>(loss_sum.get(), stream, count);
+    slots_stream_ = stream;
+  }
+  return *slots_;
 }
 
 EpochStats DeviceSums::read(long seen, cudaStream_t stream) const {
@@ -196,7 +206,12 @@ int DeviceEpoch::batch_size(int b, int batch, const std::string& caller) const {
 
 DeviceLossSlots::DeviceLossSlots(const double* loss_sum, cudaStream_t stream, int count)
     : loss_sum_(loss_sum), stream_(stream), events_(static_cast<std::size_t>(count), nullptr) {
-  CUDA_CHECK(cudaHostAlloc(&host_, static_cast<std::size_t>(count) * sizeof(double), cudaHostAllocDefault));
+  CUDA_CHECK(cudaHostAlloc(&host_, static_cast<std::size_t>(count) * sizeof(double), cudaHostAllocMapped));
+  const cudaError_t mapped = cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), host_, 0);
+  if (mapped != cudaSuccess) {
+    release();
+    throw_gpu_error("cudaHostGetDevicePointer", __FILE__, __LINE__, cudaGetErrorString(mapped));
+  }
   for (cudaEvent_t& e : events_) {
     const cudaError_t err = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
     if (err != cudaSuccess) {
@@ -219,11 +234,12 @@ void DeviceLossSlots::release() {
   events_.clear();
   if (host_ != nullptr) cudaFreeHost(host_);
   host_ = nullptr;
+  device_ = nullptr;
 }
 
 void DeviceLossSlots::record(int slot) {
   const auto i = static_cast<std::size_t>(slot);
-  CUDA_CHECK(cudaMemcpyAsync(host_ + i, loss_sum_, sizeof(double), cudaMemcpyDeviceToHost, stream_));
+  copy_running_loss_gpu(loss_sum_, device_ + i, stream_);
   CUDA_CHECK(cudaEventRecord(events_[i], stream_));
 }
 

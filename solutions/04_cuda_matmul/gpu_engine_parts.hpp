@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,39 @@ class GpuProfiler {
   std::vector<Section> sections_;  ///< two per row: forward, backward
 };
 
+/// *to = *from on `stream`, by one thread: `to` is pinned host memory mapped into the device (loss_slots_gpu.cu).
+void copy_running_loss_gpu(const double* from, double* to, cudaStream_t stream);
+
+/// The slots of common/loss_check.hpp on a GPU: slot i is one double of pinned
+/// host memory, mapped into the device's address space, where a one-thread kernel
+/// writes the running loss sum (copy_running_loss_gpu, loss_slots_gpu.cu: a
+/// cudaMemcpyAsync would cost a step three times as long), and an event recorded
+/// on the stream right after that kernel.
+class DeviceLossSlots {
+ public:
+  /// `count` slots for copies of `*loss_sum` (a DeviceSums' loss_sum), queued on `stream`.
+  DeviceLossSlots(const double* loss_sum, cudaStream_t stream, int count);
+  /// Waits for the copies still on their way (a stop may leave some), then frees the slots.
+  ~DeviceLossSlots();
+  DeviceLossSlots(const DeviceLossSlots&) = delete;
+  DeviceLossSlots& operator=(const DeviceLossSlots&) = delete;
+
+  /// Queues, after the work queued so far on the stream, a copy of the running sum into `slot`.
+  void record(int slot);
+  /// Waits for the copy into `slot` (for the GPU to reach it) and returns it.
+  double wait(int slot);
+  int count() const { return static_cast<int>(events_.size()); }
+
+ private:
+  void release();
+
+  const double* loss_sum_;
+  cudaStream_t stream_;
+  double* host_ = nullptr;            ///< [count], pinned and mapped
+  double* device_ = nullptr;          ///< host_ as the device addresses it
+  std::vector<cudaEvent_t> events_;   ///< [count]
+};
+
 /// An epoch's loss sum and correct count, on the device, where the loss kernels add to them.
 /// Empty until allocate(): an engine allocates after its checks that need no GPU.
 struct DeviceSums {
@@ -127,6 +161,14 @@ struct DeviceSums {
   /// Both copied to the host after the work queued on `stream` (this waits for it: the one
   /// wait of an epoch), as the stats of `seen` examples.
   EpochStats read(long seen, cudaStream_t stream = 0) const;
+  /// The slots train_epoch_in_batches reads loss_sum back through, `count` of them on `stream`:
+  /// made with the first epoch and kept for the next (pinned memory takes about a millisecond
+  /// to allocate and as long to free, and freeing it waits for the whole device).
+  DeviceLossSlots& loss_slots(cudaStream_t stream, int count);
+
+ private:
+  std::unique_ptr<DeviceLossSlots> slots_;
+  cudaStream_t slots_stream_ = nullptr;
 };
 
 /// An epoch whose batches the device gathers itself (stages 06 and 08): the training
@@ -168,33 +210,6 @@ class DeviceEpoch {
   DeviceBuffer<int> order_, step_;
 };
 
-/// The slots of common/loss_check.hpp on a GPU: slot i is one double of pinned
-/// host memory, where an asynchronous copy of the running loss sum lands, and
-/// an event recorded on the stream right after that copy. Pinned memory, since
-/// a copy to ordinary (pageable) host memory would make the host wait for it.
-class DeviceLossSlots {
- public:
-  /// `count` slots for copies of `*loss_sum` (a DeviceSums' loss_sum), queued on `stream`.
-  DeviceLossSlots(const double* loss_sum, cudaStream_t stream, int count);
-  /// Waits for the copies still on their way (a stop may leave some), then frees the slots.
-  ~DeviceLossSlots();
-  DeviceLossSlots(const DeviceLossSlots&) = delete;
-  DeviceLossSlots& operator=(const DeviceLossSlots&) = delete;
-
-  /// Queues, after the work queued so far on the stream, a copy of the running sum into `slot`.
-  void record(int slot);
-  /// Waits for the copy into `slot` (for the GPU to reach it) and returns it.
-  double wait(int slot);
-
- private:
-  void release();
-
-  const double* loss_sum_;
-  cudaStream_t stream_;
-  double* host_ = nullptr;            ///< [count], pinned
-  std::vector<cudaEvent_t> events_;   ///< [count]
-};
-
 /// Values [begin, end) of an engine's flat gradient buffer that one layer's
 /// backward pass writes (its weight, then its bias), with the layer's name.
 struct GradientRange {
@@ -232,7 +247,7 @@ class GradientSync {
 ///
 /// `sums` are the DeviceSums the engine's training steps add to, on `stream`. `on_batch`
 /// gets NaN for the loss, which stays on the device; instead, after each step, a copy of
-/// the running loss sum is queued, and the copy of the step kLossCheckLag back is read
+/// the running loss sum is queued (DeviceLossSlots), and the copy of the step kLossCheckLag back is read
 /// (course::train_steps_checked, common/loss_check.hpp). When one is NaN or Inf, this
 /// throws course::NonFiniteLoss naming that step: the run stops at most kLossCheckLag
 /// steps later, with no synchronisation per step. When `on_batch` throws (a stop:
@@ -240,9 +255,9 @@ class GradientSync {
 /// into NonFiniteLoss.
 template <typename GpuEngine>
 EpochStats train_epoch_in_batches(GpuEngine& engine, const Dataset& train, int epoch, int batch,
-                                  const BatchCallback& on_batch, const DeviceSums& sums, cudaStream_t stream = 0) {
+                                  const BatchCallback& on_batch, DeviceSums& sums, cudaStream_t stream = 0) {
   engine.begin_epoch(train, epoch);
-  DeviceLossSlots slots(sums.loss_sum.get(), stream, kLossCheckLag + 1);
+  DeviceLossSlots& slots = sums.loss_slots(stream, kLossCheckLag + 1);
   train_steps_checked(engine.num_batches(), batch, train.size(), slots, kLossCheckLag,
                       [&](int b) { engine.train_batch(b); }, on_batch);
   return engine.end_epoch();

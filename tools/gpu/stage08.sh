@@ -105,7 +105,7 @@ train s08_cnn_nograph "$BIN/s08_train_solution" --model cnn --epochs 2 --graph o
 train s08_cnn_profile "$BIN/s08_train_solution" --model cnn --epochs 1 --profile
 # One training step, Google Benchmark, the same names in both stages (plain seconds for
 # --benchmark_min_time: the "0.2s" form needs Google Benchmark 1.8; Debian 12 carries 1.7).
-step "benchmarks s08" 60 "$BIN/s08_bench" --benchmark_min_time=0.2 --benchmark_out="$OUT/bench.json" \
+step "benchmarks s08" 100 "$BIN/s08_bench" --benchmark_min_time=0.2 --benchmark_out="$OUT/bench.json" \
   --benchmark_out_format=json
 step "benchmarks s06 (TrainStep)" 45 "$BIN/s06_bench" --benchmark_filter='BM_TrainStep' --benchmark_min_time=0.2 \
   --benchmark_out="$OUT/bench_s06.json" --benchmark_out_format=json
