@@ -73,6 +73,9 @@ FusedEngine::FusedEngine(const EngineConfig& cfg, const FusedOptions& options, c
   int device = 0, sms = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  int major = 0;  // programmatic dependent launch needs sm_90 (Hopper) or later
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  gpu_launches_early_ = major >= 9;
   target_blocks_ = 2 * std::max(sms, 1);
   params_.upload(flat);
   velocity_.resize(flat.size());

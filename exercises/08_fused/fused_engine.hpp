@@ -55,9 +55,9 @@ namespace course {
 struct FusedOptions {
   bool graph = true;        ///< replay each full batch as one CUDA graph
   bool persistent = false;  ///< run each step as one persistent kernel (then no graph)
-  /// Launch each kernel of the step programmatically after the one before it (sm_90 and later; the graph and
-  /// the one-by-one launches, never --profile): the next kernel's blocks are scheduled while this one's last
-  /// blocks run (wait_for_previous_kernel in fused_common.cuh).
+  /// Launch each kernel of the step programmatically after the one before it (the graph and the one-by-one
+  /// launches, never --profile; ignored on a GPU before sm_90): the next kernel is set up while the one before
+  /// it still runs (wait_for_previous_kernel in fused_common.cuh).
   bool early_launch = true;
 };
 
@@ -109,8 +109,11 @@ class FusedEngine : public Engine {
   bool graph_enabled() const { return options_.graph && !options_.persistent && !cfg_.profile; }
   /// True when full batches run as one persistent kernel.
   bool persistent_enabled() const { return options_.persistent && !cfg_.profile; }
-  /// True when the step's kernels launch programmatically, each before the one ahead has finished.
-  bool early_launch_enabled() const { return options_.early_launch && !cfg_.profile && !persistent_enabled(); }
+  /// True when the step's kernels launch programmatically, each before the one ahead has finished
+  /// (asked for, not --profile or --persistent, and a GPU of compute capability 9.0 or later).
+  bool early_launch_enabled() const {
+    return options_.early_launch && gpu_launches_early_ && !cfg_.profile && !persistent_enabled();
+  }
   long graph_replays() const { return graph_replays_; }
   std::size_t graph_nodes() const { return graph_.nodes(); }
   /// Kernel launches of one full training step as this engine runs it (1 when persistent).
@@ -194,6 +197,7 @@ class FusedEngine : public Engine {
   StepGraph graph_;
   DataKey graph_key_;
   bool warmed_up_ = false;
+  bool gpu_launches_early_ = false;  ///< the GPU is sm_90 or later (programmatic dependent launch)
   long graph_replays_ = 0;
 
   // One full step's kernels as planned at construction, for step_table() and stage_results().

@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
                  "grid-wide barriers) instead of a graph of kernels");
     app.add_option("--early-launch", early_launch,
                    "Let each kernel of the step be scheduled while the one before it finishes (programmatic "
-                   "dependent launch, sm_90 and later; it waits for that kernel's results before it reads)")
+                   "dependent launch; on sm_90 and later GPUs, ignored before; it waits for that kernel's results "
+                   "before it reads)")
         ->check(CLI::IsMember({"on", "off"}))
         ->capture_default_str();
     // Checked once the command line is parsed (so --help works anywhere) and
