@@ -154,10 +154,9 @@ void DeviceSums::zero(cudaStream_t stream) {
 }
 
 DeviceLossSlots& DeviceSums::loss_slots(cudaStream_t stream, int count) {
-  if (!slots_ || slots_stream_ != stream || slots_->count() != count) {
+  if (!slots_ || slots_->stream() != stream || slots_->count() != count) {
     slots_.reset();  // the old slots' copies land before their memory goes
     slots_ = std::make_unique<DeviceLossSlots>(loss_sum.get(), stream, count);
-    slots_stream_ = stream;
   }
   return *slots_;
 }

@@ -138,6 +138,7 @@ class DeviceLossSlots {
   /// Waits for the copy into `slot` (for the GPU to reach it) and returns it.
   double wait(int slot);
   int count() const { return static_cast<int>(events_.size()); }
+  cudaStream_t stream() const { return stream_; }
 
  private:
   void release();
@@ -168,7 +169,6 @@ struct DeviceSums {
 
  private:
   std::unique_ptr<DeviceLossSlots> slots_;
-  cudaStream_t slots_stream_ = nullptr;
 };
 
 /// An epoch whose batches the device gathers itself (stages 06 and 08): the training

@@ -154,7 +154,8 @@ __device__ void conv_block_input_gradient_tile(const ConvBackwardArgs& a, int bl
   const bool active = image < a.ig_images && n < a.B && ih < s.H && iw < s.W;
   const int staged_image = min(image, a.ig_images - 1);
 
-  // Shared memory: dz [ig_images][ig_filters][DH][DW], then the weights [ig_filters][K*K][kConvGroup].
+  // Shared memory: dz [ig_images][nf][DH][DW] (nf: the filters of this pass, at most ig_filters), then the
+  // weights [ig_filters][K*K][kConvGroup].
   const int DH = a.ig_tile_h + K - 1, DW = a.ig_tile_w + K - 1;
   float* dzs = smem;
   float* ws = smem + round_up_to_4(a.ig_images * a.ig_filters * DH * DW);
@@ -178,10 +179,7 @@ __device__ void conv_block_input_gradient_tile(const ConvBackwardArgs& a, int bl
           }
           return v;
         },
-        [&](int i, float v) {
-          const int col = i % DW, row = i / DW % DH, fl = i / (DW * DH) % nf, im = i / (DW * DH * nf);
-          dzs[((im * a.ig_filters + fl) * DH + row) * DW + col] = v;
-        });
+        [&](int i, float v) { dzs[i] = v; });
     stage_in_flight(
         nf * kTaps * kConvGroup,
         [&](int i) {
@@ -192,7 +190,7 @@ __device__ void conv_block_input_gradient_tile(const ConvBackwardArgs& a, int bl
         [&](int i, float v) { ws[i] = v; });
     __syncthreads();
 
-    const float* dz = dzs + staged_image * a.ig_filters * DH * DW + th * DW + tw;  // this cell's window (0, 0)
+    const float* dz = dzs + staged_image * nf * DH * DW + th * DW + tw;  // this cell's window (0, 0)
     for (int fl = 0; fl < nf; ++fl) {
       const float* dz_f = dz + fl * DH * DW;
       const float4* w_f = reinterpret_cast<const float4*>(ws + fl * kTaps * kConvGroup) + quad;

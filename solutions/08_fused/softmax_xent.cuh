@@ -105,10 +105,7 @@ __device__ void softmax_head_rows_of(const HeadArgs& a, int block, float* smem) 
       if (best == label) atomicAdd(a.correct, 1ull);
       if (a.predictions != nullptr) a.predictions[n] = best;
     }
-  } else {
-#pragma unroll
-    for (int k = 0; k < kMax; ++k) z[k] = 0.f;
-  }
+  }  // a row past B keeps z = 0: its dz
   if (!a.train) return;
 
   // dx_i = sum_k dz_k W_ki: the row's dz is in every lane's registers.
