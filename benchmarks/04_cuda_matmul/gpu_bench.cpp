@@ -13,6 +13,9 @@
 //   BM_DenseForward/<B>/<IN>/<OUT>   Y = X W^T + b on kernel kBestGemm; FLOP/s counts 2 B IN OUT
 //   BM_DenseBackward/<B>/<IN>/<OUT>  dW, db, dX; FLOP/s counts 4 B IN OUT
 //   BM_TrainStep_MLP                 one SGD step of the mlp at batch 64 (gather to update)
+//   BM_DatasetFingerprint            host time (no GPU) of course::dataset_fingerprint for a set of
+//                                    Fashion-MNIST's training size, which every GPU epoch computes
+//                                    before its first step (course::upload_once)
 //
 // A training step is 21 small kernels; timed alone, the GPU also waits for
 // the host to launch them. An epoch overlaps the launches of one step with the
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "04_cuda_matmul/gemm.hpp"
+#include "04_cuda_matmul/gpu_engine_parts.hpp"
 #include "04_cuda_matmul/gpu_mlp_engine.hpp"
 #include "04_cuda_matmul/mlp_kernels.hpp"
 #include "benchmarks/04_cuda_matmul/matmul_bench.hpp"
@@ -122,6 +126,14 @@ void train_step(benchmark::State& state, int B) {
 void BM_TrainStep_MLP(benchmark::State& state) { train_step(state, 64); }
 void BM_TrainStep_MLP_Batch256(benchmark::State& state) { train_step(state, 256); }
 
+// Host time, repeated on one set: after the first call its sampled lines are in cache,
+// so this is the lower bound; an epoch's call may find them evicted.
+void BM_DatasetFingerprint(benchmark::State& state) {
+  const course::Dataset data = course::make_synthetic(60000, {1, 28, 28}, 10, 1);
+  for (auto _ : state) benchmark::DoNotOptimize(course::dataset_fingerprint(data));
+  state.SetLabel("60000 x 1x28x28 (Fashion-MNIST's training set), host only");
+}
+
 }  // namespace
 
 BENCHMARK(BM_Matmul)->Apply(matmul_sizes)->UseManualTime()->Unit(benchmark::kMicrosecond);
@@ -129,5 +141,6 @@ BENCHMARK(BM_DenseForward)->Apply(dense_sizes)->UseManualTime()->Unit(benchmark:
 BENCHMARK(BM_DenseBackward)->Apply(dense_sizes)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TrainStep_MLP)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TrainStep_MLP_Batch256)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DatasetFingerprint)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

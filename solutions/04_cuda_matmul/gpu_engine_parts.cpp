@@ -31,11 +31,14 @@ std::uint64_t dataset_fingerprint(const Dataset& d) {
   for (int y : d.labels) h = mix(h, static_cast<std::uint32_t>(y));
   if (n == 0) return h;
   for (long j = 0; j < D; ++j) h = mix(mix(h, bits_of(d.image(0)[j])), bits_of(d.image(n - 1)[j]));
+  // One run of consecutive values an image, not values spread over it: each GPU epoch
+  // computes this while the GPU waits, and a spread sample touches a cache line per value.
   const int images = std::min(n, 4096);
-  const long values = std::min(D, 64L);
+  const long run = std::min(D, kFingerprintRun);
   for (int s = 0; s < images; ++s) {
     const float* image = d.image(static_cast<int>(static_cast<long>(s) * n / images));
-    for (long j = 0; j < values; ++j) h = mix(h, bits_of(image[j * D / values]));
+    const long first = static_cast<long>(s) * run % (D - run + 1);  // the run moves along the images
+    for (long j = first; j < first + run; ++j) h = mix(h, bits_of(image[j]));
   }
   return h;
 }

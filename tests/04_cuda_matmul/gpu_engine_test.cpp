@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "01_fc_softmax/network.hpp"
+#include "common/checkpoint.hpp"
 #include "04_cuda_matmul/gpu_mlp_engine.hpp"
 #include "gpu_testkit.hpp"
 
@@ -58,6 +59,32 @@ TEST(Stage04_GpuEngine, RefusesSingleBlockKernelForTheMlp) {
   const std::string m = message_of([&] { GpuMlpEngine engine(cfg, kGemmSingleBlock); });
   EXPECT_NE(m.find("kernel 1"), std::string::npos) << m;
   EXPECT_NE(m.find("1024"), std::string::npos) << m;
+}
+
+// course::upload_once copies a data set to the device again only when its fingerprint
+// changes, so the fingerprint must change with every part it reads. Host code: runs anywhere.
+TEST(Stage04_GpuEngine, DatasetFingerprintChangesWithEveryPartItReads) {
+  const int n = 5000;  // more than the 4096 images sampled: image s * n / 4096 is sample s
+  const Dataset data = make_synthetic(n, {1, 28, 28}, 10, 3);
+  const long D = data.shape.size();
+  const std::uint64_t fp = dataset_fingerprint(data);
+  EXPECT_EQ(dataset_fingerprint(Dataset(data)), fp) << "a copy";
+  const auto edited = [&](const std::function<void(Dataset&)>& edit) {
+    Dataset d = data;
+    edit(d);
+    return dataset_fingerprint(d);
+  };
+  EXPECT_NE(edited([](Dataset& d) { d.labels[2500] = (d.labels[2500] + 1) % 10; }), fp) << "a label";
+  EXPECT_NE(edited([&](Dataset& d) { d.images[D - 1] += 1.0f; }), fp) << "the first image's last value";
+  EXPECT_NE(edited([&](Dataset& d) { d.images[(n - 1) * D + 400] += 1.0f; }), fp) << "a value of the last image";
+  // Sample 100 is image 100 * 5000 / 4096 = 122, its run values 1600 % 769 = 62 to 77.
+  EXPECT_NE(edited([&](Dataset& d) { d.images[122 * D + 62] += 1.0f; }), fp) << "the run's first value";
+  EXPECT_NE(edited([&](Dataset& d) { d.images[122 * D + 77] += 1.0f; }), fp) << "the run's last value";
+  EXPECT_NE(dataset_fingerprint(make_synthetic(n, {1, 28, 28}, 10, 4)), fp) << "another set of the same size";
+  EXPECT_NE(dataset_fingerprint(remaining_examples(data, 3, 0, 64)), fp) << "a resumed epoch's remaining examples";
+  Dataset shorter = data;
+  shorter.truncate(n - 1);
+  EXPECT_NE(dataset_fingerprint(shorter), fp) << "one example fewer";
 }
 
 // Same seed, same model: the weights every stage starts from, bit for bit.
