@@ -161,7 +161,7 @@ void GpuMlpEngine::loss(const float* logits, const int* labels, int B, float* dl
 void GpuMlpEngine::begin_epoch(const Dataset& train, int epoch) {
   epoch_data_ = &upload_once(train, cfg_.input, cfg_.classes, train_data_);
   epoch_size_ = train.size();
-  if (epoch_size_ > 0) order_.upload(epoch_order(train.size(), cfg_.seed, epoch));
+  if (epoch_size_ > 0) order_.upload(orders_.order(train.size(), cfg_.seed, epoch));
   sums_.zero();
 }
 

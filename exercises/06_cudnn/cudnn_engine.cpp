@@ -349,7 +349,7 @@ void CudnnEngine::run_captured(const BatchPlan& plan) {
 // ---- epochs -------------------------------------------------------------------------------
 
 void CudnnEngine::begin_epoch(const Dataset& train, int epoch) {
-  begin_epoch_in_order(train, epoch_order(train.size(), cfg_.seed, epoch));
+  begin_epoch_in_order(train, orders_.order(train.size(), cfg_.seed, epoch));
 }
 
 void CudnnEngine::begin_epoch_in_order(const Dataset& train, const std::vector<int>& order) {

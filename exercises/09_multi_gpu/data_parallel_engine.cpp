@@ -109,7 +109,7 @@ std::vector<double> DataParallelEngine::sum_over_ranks_now(const std::vector<dou
 EpochStats DataParallelEngine::train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) {
   const ShardPlan plan(train.size(), global_.batch, world());
   // Every rank draws the same order (same seed, same epoch) and keeps its slices of it.
-  local_->begin_epoch_in_order(train, plan.rank_order(epoch_order(train.size(), global_.seed, epoch), rank()));
+  local_->begin_epoch_in_order(train, plan.rank_order(orders_.order(train.size(), global_.seed, epoch), rank()));
   // Capturing NCCL calls is collective: every rank captures the epoch's first
   // full step anew, whatever made its own engine want to (or not).
   if (world() > 1) local_->drop_graph();

@@ -37,6 +37,7 @@
 #include "common/arch.hpp"
 #include "common/cuda_check.hpp"
 #include "common/engine.hpp"
+#include "common/epoch_order_ahead.hpp"
 
 namespace course {
 
@@ -171,6 +172,7 @@ class GpuCnnEngine : public Engine {
   DeviceBuffer<float> workspace_;          ///< the im2col workspace every conv layer shares
   DeviceBuffer<int> batch_labels_;
   DeviceBuffer<int> order_;
+  EpochOrderAhead orders_;  ///< the next epoch's order, shuffled on the host while this epoch runs
   DeviceSums sums_;  ///< the loss sum and correct count of the running epoch or evaluation
   DeviceBuffer<int> predictions_;
   DeviceDataset train_data_, eval_data_;

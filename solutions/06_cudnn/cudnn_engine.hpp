@@ -47,6 +47,7 @@
 #include "common/arch.hpp"
 #include "common/cuda_check.hpp"
 #include "common/engine.hpp"
+#include "common/epoch_order_ahead.hpp"
 
 namespace course {
 
@@ -228,6 +229,7 @@ class CudnnEngine : public Engine {
   DeviceBuffer<unsigned char> workspace_;
   std::map<int, std::unique_ptr<BatchPlan>> plans_;
   DeviceEpoch epoch_;  ///< the training set, the epoch's order and the step counter, on the device
+  EpochOrderAhead orders_;  ///< the next epoch's order, shuffled on the host while this epoch runs
   DeviceDataset eval_data_;
 
   StepGraph graph_;

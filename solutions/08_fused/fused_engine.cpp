@@ -361,7 +361,7 @@ void FusedEngine::run_captured(StepPlan& plan) {
 // ---- epochs -------------------------------------------------------------------------------
 
 void FusedEngine::begin_epoch(const Dataset& train, int epoch) {
-  epoch_.begin(train, epoch_order(train.size(), cfg_.seed, epoch), cfg_.input, cfg_.classes, sums_, stream());
+  epoch_.begin(train, orders_.order(train.size(), cfg_.seed, epoch), cfg_.input, cfg_.classes, sums_, stream());
   const int size = epoch_.size();  // both batch sizes of the epoch are planned before its steps
   if (size > 0) {
     plan_for(std::min(cfg_.batch, size));

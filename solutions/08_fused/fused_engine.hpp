@@ -48,6 +48,7 @@
 #include "common/arch.hpp"
 #include "common/cuda_check.hpp"
 #include "common/engine.hpp"
+#include "common/epoch_order_ahead.hpp"
 
 namespace course {
 
@@ -192,6 +193,7 @@ class FusedEngine : public Engine {
   DeviceSums sums_, eval_sums_, scratch_sums_;
   std::map<int, std::unique_ptr<StepPlan>> plans_;
   DeviceEpoch epoch_;  ///< the training set, the epoch's order and the step counter, on the device
+  EpochOrderAhead orders_;  ///< the next epoch's order, shuffled on the host while this epoch runs
   DeviceDataset eval_data_;
 
   StepGraph graph_;

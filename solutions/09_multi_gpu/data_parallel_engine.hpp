@@ -39,6 +39,7 @@
 #include "09_multi_gpu/communicator.hpp"
 #include "09_multi_gpu/flat_allreduce.hpp"
 #include "common/engine.hpp"
+#include "common/epoch_order_ahead.hpp"
 
 namespace course {
 
@@ -103,6 +104,7 @@ class DataParallelEngine : public Engine, private GradientSync {
   DataParallelOptions options_;
   std::unique_ptr<Communicator> comm_;   // declared before what uses it: destroyed after it
   std::unique_ptr<CudnnEngine> local_;
+  EpochOrderAhead orders_;               // the next epoch's order, shuffled on the host while this epoch runs
   NcclVersions versions_;
   DeviceBuffer<float> weight_;           // this rank's weight in the current step (the pre-multiplied sum reads it)
   float weight_now_ = -1.f;              // what weight_ holds (-1: nothing yet)
