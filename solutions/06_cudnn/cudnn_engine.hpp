@@ -21,8 +21,10 @@
 /// (6.8), every layer's backward pass (6.5, 6.6, 6.7, 6.9), one SGD update of
 /// the flat parameter buffer (stage 04's kernel) and the step counter. With the
 /// graph on (the default), the first full batch records that sequence as a
-/// CUDA graph and every full batch replays it; a last, smaller batch runs the
-/// same sequence uncaptured. With --profile every step runs uncaptured, with
+/// CUDA graph and every full batch replays it, until the learning rate or an
+/// address in it changes (under the default cosine schedule: at each epoch's
+/// first full batch, recorded again); a last, smaller batch runs the same
+/// sequence uncaptured. With --profile every step runs uncaptured, with
 /// CUDA events around each layer.
 ///
 /// Flatten costs nothing: in NCHW the flattened vector is the same bytes, so
