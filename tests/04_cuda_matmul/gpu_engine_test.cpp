@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "01_fc_softmax/network.hpp"
-#include "common/checkpoint.hpp"
 #include "04_cuda_matmul/gpu_mlp_engine.hpp"
+#include "common/checkpoint.hpp"
 #include "gpu_testkit.hpp"
 
 using namespace course;

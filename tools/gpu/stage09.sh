@@ -95,6 +95,11 @@ step tests 200 "$BIN/s09_tests_solution" --gtest_color=no --gtest_output="json:$
 # 64 (the 1-GPU point of the weak-scaling table) and 256 (of the strong-scaling table),
 # and --profile runs with each all-reduce schedule (the all-reduce's rows per step).
 WIDE="conv64k3p1,relu,pool2,conv128k3p1,relu,pool2,conv128k3p1,relu,pool2,flatten,fc128,relu,fc10"
+model_args() {  # model_args MODEL: sets MARGS to the trainer's flags for MODEL (wide is an --arch)
+  MARGS=(--model "$1")
+  [ "$1" = wide ] && MARGS=(--arch "$WIDE")
+  return 0
+}
 train() {  # train NAME BINARY ARGS...
   local name=$1 exe=$2
   shift 2
@@ -111,26 +116,25 @@ train s09_cnn_b256 "$BIN/s09_train_solution" --model cnn --epochs 2 --batch 256
 train s09_cnn-deep_b256 "$BIN/s09_train_solution" --model cnn-deep --epochs 2 --batch 256
 train s09_wide_b256 "$BIN/s09_train_solution" --arch "$WIDE" --epochs 2 --batch 256
 for model in cnn cnn-deep wide; do
-  margs=(--model "$model")
-  [ "$model" = wide ] && margs=(--arch "$WIDE")
-  train "s09_${model}_profile_buckets" "$BIN/s09_train_solution" "${margs[@]}" --epochs 1 --profile --allreduce buckets
-  train "s09_${model}_profile_flat" "$BIN/s09_train_solution" "${margs[@]}" --epochs 1 --profile --allreduce flat
+  model_args "$model"
+  train "s09_${model}_profile_buckets" "$BIN/s09_train_solution" "${MARGS[@]}" --epochs 1 --profile --allreduce buckets
+  train "s09_${model}_profile_flat" "$BIN/s09_train_solution" "${MARGS[@]}" --epochs 1 --profile --allreduce flat
 done
 
 # ---- with two GPUs or more: the same models on two ranks, weak scaling (64 a GPU: a global
-# batch of 128) and strong (256 shared by two), and the all-reduce's rows with each schedule
+# batch of 128) and strong (256 shared by two), the flat schedule beside the default buckets,
+# and the buckets' all-reduce rows under --profile
 GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 say "GPUs here: $GPUS"
 if ((GPUS >= 2)); then
   for model in cnn cnn-deep wide mlp; do
-    margs=(--model "$model")
-    [ "$model" = wide ] && margs=(--arch "$WIDE")
-    train "s09_${model}_b128_g2" "$BIN/s09_train_solution" "${margs[@]}" --epochs 2 --gpus 2 --batch 128
+    model_args "$model"
+    train "s09_${model}_b128_g2" "$BIN/s09_train_solution" "${MARGS[@]}" --epochs 2 --gpus 2 --batch 128
     [ "$model" = mlp ] && continue
-    train "s09_${model}_b256_g2" "$BIN/s09_train_solution" "${margs[@]}" --epochs 2 --gpus 2 --batch 256
-    train "s09_${model}_b128_g2_flat" "$BIN/s09_train_solution" "${margs[@]}" --epochs 2 --gpus 2 --batch 128 \
+    train "s09_${model}_b256_g2" "$BIN/s09_train_solution" "${MARGS[@]}" --epochs 2 --gpus 2 --batch 256
+    train "s09_${model}_b128_g2_flat" "$BIN/s09_train_solution" "${MARGS[@]}" --epochs 2 --gpus 2 --batch 128 \
       --allreduce flat
-    train "s09_${model}_g2_profile_buckets" "$BIN/s09_train_solution" "${margs[@]}" --epochs 1 --gpus 2 \
+    train "s09_${model}_g2_profile_buckets" "$BIN/s09_train_solution" "${MARGS[@]}" --epochs 1 --gpus 2 \
       --batch 128 --profile --allreduce buckets
   done
 fi
