@@ -44,9 +44,10 @@ ConvForwardArgs plan_conv_block_forward(const ConvBlockShape& s, int B, const fl
   a.b = b;
   a.y = y;
   a.argmax = argmax;
-  // TODO(Task 8.1): cut the output y into blocks: a tile of at most kConvSlots positions per plane (tile_w at most 16 columns), as many images as fill the slots, kConvGroup filters per block, and the input channels staged in as few passes as kFusedSharedBudget allows
+  // TODO(Task 8.1): cut the output y into blocks: a tile of at most kConvSlots positions per plane (tile_w at most 16 columns), as many images as fill the slots, kConvGroup filters per block, the spare slots splitting the channel sums, and the input channels staged in as few passes as kFusedSharedBudget allows
   // HINT: halve the images per block while there are fewer than target_blocks blocks, so that small layers still spread over the GPU.
   // HINT: shared memory per staged channel: images * (tile_h Q + K - 1) * (tile_w Q + K - 1) input cells plus K * K * kConvGroup weights.
+  // HINT: splits = kConvSlots / (images tile_h tile_w), at most C; the parts' sums need 4 Q^2 floats a thread of parts 1 .. splits - 1, in the same shared memory.
   throw course::NotImplemented("Task 8.1", "08_fused/conv_block_forward.cu", "docs/lessons/08_fused.md");
   return a;
 }

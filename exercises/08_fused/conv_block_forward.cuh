@@ -16,6 +16,14 @@
 /// into registers and uses every cell for all K taps and all 4 filters; the 4
 /// filters' weights of one tap are one float4 from shared memory, the same
 /// address for the whole warp (a broadcast).
+///
+/// A small plane leaves most of the 64 position slots empty (conv3 of
+/// `cnn-deep`: 3 x 3 outputs). Rather than idle, the spare slots split each
+/// position's sum over the input channels: `splits` threads take every
+/// splits-th channel of one position, and at the end add their sums through
+/// shared memory, part 1, 2, ... onto part 0, in that order (the same bits
+/// every run). A thread's chain of multiply-adds, what bounds the kernel when
+/// its block has few warps, is then `splits` times shorter.
 #pragma once
 
 #include "08_fused/fused_common.cuh"
@@ -25,7 +33,7 @@ namespace course {
 /// The forward pass of block `block` of a.blocks (layout in ConvForwardArgs), K and Q known to the compiler.
 template <int K, int Q>
 __device__ void conv_block_forward_tile(const ConvForwardArgs& a, int block, float* smem) {
-  // TODO(Task 8.1): stage the input tile with its halo and the block's weights in shared memory, chans channels at a time; each thread sums the Q x Q conv outputs of its position for 4 filters, then adds the bias, applies the activation, keeps the first maximum of the window and writes y and the window offset dh * Q + dw
+  // TODO(Task 8.1): stage the input tile with its halo and the block's weights in shared memory, chans channels at a time; each thread sums the Q x Q conv outputs of its position for 4 filters over its part of the channels (every splits-th); the parts add their sums through shared memory in part order; part 0 then adds the bias, applies the activation, keeps the first maximum of the window and writes y and the window offset dh * Q + dw
   // HINT: the tile's first output (qh0, qw0) reads input rows from qh0 * Q - P: cell (row, col) of the staged tile is input (qh0 Q - P + row, qw0 Q - P + col), 0 outside the image.
   // HINT: a thread at (th, tw) of the tile reads tile rows th Q + dh + kh and columns tw Q + dw + kw; stage the weights as [channel][tap][16 filters] so that its 4 filters are one float4.
 }

@@ -58,7 +58,7 @@ DenseForwardArgs plan_dense_forward(int B, int IN, int OUT, FusedAct act, const 
   a.y = y;
   a.partials = partials;
   a.counters = counters;
-  // TODO(Task 8.4): tiles of kDenseTile x kDenseTile outputs; split the sum over IN into as many slices (each at least kDenseChunk long, at most max_k_slices of them) as bring the blocks up to target_blocks
+  // TODO(Task 8.4): tiles of kDenseTile x kDenseTile outputs; split the sum over IN into as many slices (each at least kDenseMinSlice long, at most max_k_slices of them) as bring the blocks up to target_blocks
   // HINT: k_len = ceil(IN / slices), and then k_slices = ceil(IN / k_len), so that no slice is empty.
   throw course::NotImplemented("Task 8.4", "08_fused/dense_fused.cu", "docs/lessons/08_fused.md");
   if (a.k_slices > 1) {

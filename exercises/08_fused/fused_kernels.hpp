@@ -57,6 +57,13 @@ constexpr int kConvGroup = kFusedThreads / kConvSlots * 4;
 /// Dense kernels: output tiles of kDenseTile x kDenseTile, the sum over IN staged kDenseChunk at a time.
 constexpr int kDenseTile = 32;
 constexpr int kDenseChunk = 128;
+/// Dense forward: the shortest slice of a split sum over IN. Short slices give a
+/// short layer more blocks (fc2 of `cnn-deep`, 128 inputs: 4 slices and 16 blocks
+/// instead of 1 slice and 4); measured on the H100 against a floor of 128 (one
+/// chunk), 32 took the `mlp` from 0.051 to 0.047 s an epoch and `cnn-deep` from
+/// 0.140 to 0.135 s, and the `cnn` from 0.0970 to 0.0982 s, which
+/// kDenseLoadsInFlight then more than won back (lesson 08).
+constexpr int kDenseMinSlice = 32;
 /// Dense backward: examples per partial sum of the weight gradient.
 constexpr int kDenseRowsPerSlice = 64;
 /// Softmax head: examples per block (one warp each).
@@ -106,10 +113,16 @@ std::string describe(const ConvBlockShape& s);
 /// Block b covers `images` examples, kConvGroup filters and a tile of
 /// tile_h x tile_w outputs of y; its index is
 /// `b = (image_group * filter_groups + filter_group) * tiles_h * tiles_w + tile`.
-/// Thread t takes position t % kConvSlots of the tile (image-major, then row,
-/// then column) and filters 4 (t / kConvSlots) to 4 (t / kConvSlots) + 3 of the
-/// block's. The input tile with its halo, (tile_h Q + K - 1) x (tile_w Q + K - 1)
-/// per image and channel, is staged `chans` channels at a time.
+/// The block's `images * tile_h * tile_w` positions take the first slots of
+/// kConvSlots (image-major, then row, then column); when they leave slots over
+/// (a small plane: conv3 of `cnn-deep` has 3 x 3 outputs, 9 of the 64 slots),
+/// `splits` copies of them share each position's sum over the input channels.
+/// Thread t takes slot t % kConvSlots, that is position (t % kConvSlots) %
+/// positions and part (t % kConvSlots) / positions, and filters 4 (t / kConvSlots)
+/// to 4 (t / kConvSlots) + 3 of the block's; part p sums the staged channels p,
+/// p + splits, p + 2 splits, ... The input tile with its halo,
+/// (tile_h Q + K - 1) x (tile_w Q + K - 1) per image and channel, is staged
+/// `chans` channels at a time.
 struct ConvForwardArgs {
   ConvBlockShape s;
   int B;
@@ -124,6 +137,7 @@ struct ConvForwardArgs {
   int image_groups;        ///< ceil(B / images)
   int filter_groups;       ///< ceil(F / kConvGroup)
   int chans;               ///< input channels per shared-memory stage
+  int splits;              ///< threads sharing a position's channel sum (kConvSlots / positions, at most C)
   int blocks;
   int smem_bytes;          ///< dynamic shared memory per block
 };

@@ -44,9 +44,10 @@ ConvForwardArgs plan_conv_block_forward(const ConvBlockShape& s, int B, const fl
   a.b = b;
   a.y = y;
   a.argmax = argmax;
-  // BEGIN Task 8.1: cut the output y into blocks: a tile of at most kConvSlots positions per plane (tile_w at most 16 columns), as many images as fill the slots, kConvGroup filters per block, and the input channels staged in as few passes as kFusedSharedBudget allows
+  // BEGIN Task 8.1: cut the output y into blocks: a tile of at most kConvSlots positions per plane (tile_w at most 16 columns), as many images as fill the slots, kConvGroup filters per block, the spare slots splitting the channel sums, and the input channels staged in as few passes as kFusedSharedBudget allows
   // HINT: halve the images per block while there are fewer than target_blocks blocks, so that small layers still spread over the GPU.
   // HINT: shared memory per staged channel: images * (tile_h Q + K - 1) * (tile_w Q + K - 1) input cells plus K * K * kConvGroup weights.
+  // HINT: splits = kConvSlots / (images tile_h tile_w), at most C; the parts' sums need 4 Q^2 floats a thread of parts 1 .. splits - 1, in the same shared memory.
   a.tile_w = std::min(s.Wq, 16);
   a.tile_h = std::min(s.Hq, kConvSlots / a.tile_w);
   a.tiles_h = ceil_div(s.Hq, a.tile_h);
@@ -64,7 +65,12 @@ ConvForwardArgs plan_conv_block_forward(const ConvBlockShape& s, int B, const fl
     throw std::invalid_argument(describe(s) + ": one input channel of a tile needs " +
                                 std::to_string(per_channel * 4) + " bytes of shared memory, more than " +
                                 std::to_string(kFusedSharedBudget));
-  a.smem_bytes = 4 * (round_up_to_4(a.images * a.chans * IH * IW) + a.chans * s.K * s.K * kConvGroup);
+  // The slots the positions leave split each position's channel sum (no part without a channel); the
+  // parts 1 .. splits - 1 then hand 4 Q^2 sums a thread to part 0 through the same shared memory.
+  const int positions = a.images * a.tile_h * a.tile_w;
+  a.splits = std::min(kConvSlots / positions, s.C);
+  const int split_sums = kFusedThreads / kConvSlots * (a.splits - 1) * positions * 4 * s.Q * s.Q;
+  a.smem_bytes = 4 * std::max(round_up_to_4(a.images * a.chans * IH * IW) + a.chans * s.K * s.K * kConvGroup, split_sums);
   // END Task 8.1
   return a;
 }

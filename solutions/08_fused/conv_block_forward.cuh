@@ -16,6 +16,14 @@
 /// into registers and uses every cell for all K taps and all 4 filters; the 4
 /// filters' weights of one tap are one float4 from shared memory, the same
 /// address for the whole warp (a broadcast).
+///
+/// A small plane leaves most of the 64 position slots empty (conv3 of
+/// `cnn-deep`: 3 x 3 outputs). Rather than idle, the spare slots split each
+/// position's sum over the input channels: `splits` threads take every
+/// splits-th channel of one position, and at the end add their sums through
+/// shared memory, part 1, 2, ... onto part 0, in that order (the same bits
+/// every run). A thread's chain of multiply-adds, what bounds the kernel when
+/// its block has few warps, is then `splits` times shorter.
 #pragma once
 
 #include "08_fused/fused_common.cuh"
@@ -25,7 +33,7 @@ namespace course {
 /// The forward pass of block `block` of a.blocks (layout in ConvForwardArgs), K and Q known to the compiler.
 template <int K, int Q>
 __device__ void conv_block_forward_tile(const ConvForwardArgs& a, int block, float* smem) {
-  // BEGIN Task 8.1 (device): stage the input tile with its halo and the block's weights in shared memory, chans channels at a time; each thread sums the Q x Q conv outputs of its position for 4 filters, then adds the bias, applies the activation, keeps the first maximum of the window and writes y and the window offset dh * Q + dw
+  // BEGIN Task 8.1 (device): stage the input tile with its halo and the block's weights in shared memory, chans channels at a time; each thread sums the Q x Q conv outputs of its position for 4 filters over its part of the channels (every splits-th); the parts add their sums through shared memory in part order; part 0 then adds the bias, applies the activation, keeps the first maximum of the window and writes y and the window offset dh * Q + dw
   // HINT: the tile's first output (qh0, qw0) reads input rows from qh0 * Q - P: cell (row, col) of the staged tile is input (qh0 Q - P + row, qw0 Q - P + col), 0 outside the image.
   // HINT: a thread at (th, tw) of the tile reads tile rows th Q + dh + kh and columns tw Q + dw + kw; stage the weights as [channel][tap][16 filters] so that its 4 filters are one float4.
   const ConvBlockShape& s = a.s;
@@ -37,13 +45,15 @@ __device__ void conv_block_forward_tile(const ConvForwardArgs& a, int block, flo
   const int qh0 = tile / a.tiles_w * a.tile_h, qw0 = tile % a.tiles_w * a.tile_w;  // the tile's first output of y
   const int n0 = image_group * a.images, f0 = filter_group * kConvGroup;
 
-  // This thread: one output position (image, th, tw) of the tile and filters f0 + 4 quad .. f0 + 4 quad + 3.
+  // This thread: one output position (image, th, tw) of the tile, filters f0 + 4 quad .. f0 + 4 quad + 3,
+  // and part `part` of the sum over the channels (slots past splits * positions sit idle).
   const int slot = static_cast<int>(threadIdx.x) % kConvSlots, quad = static_cast<int>(threadIdx.x) / kConvSlots;
-  const int per_image = a.tile_h * a.tile_w;
-  const int image = slot / per_image, th = slot % per_image / a.tile_w, tw = slot % a.tile_w;
+  const int per_image = a.tile_h * a.tile_w, positions = a.images * per_image;
+  const int position = slot % positions, part = slot / positions;
+  const int image = position / per_image, th = position % per_image / a.tile_w, tw = position % a.tile_w;
   const int n = n0 + image, qh = qh0 + th, qw = qw0 + tw;
-  const bool active = image < a.images && n < a.B && qh < s.Hq && qw < s.Wq;
-  const int staged_image = min(image, a.images - 1);  // idle threads read a real tile and store nothing
+  const bool summing = part < a.splits;
+  const bool active = summing && n < a.B && qh < s.Hq && qw < s.Wq;
 
   // Shared memory: the input tiles [images][chans][IH][IW], then the weights [chans][K*K][kConvGroup].
   const int IH = a.tile_h * Q + K - 1, IW = a.tile_w * Q + K - 1;
@@ -78,8 +88,8 @@ __device__ void conv_block_forward_tile(const ConvForwardArgs& a, int block, flo
     }
     __syncthreads();
 
-    const float* in = tile_in + staged_image * a.chans * IH * IW + th * Q * IW + tw * Q;  // this window's (0, 0)
-    for (int c = 0; c < cc; ++c) {
+    const float* in = tile_in + image * a.chans * IH * IW + th * Q * IW + tw * Q;  // this window's (0, 0)
+    for (int c = summing ? part : cc; c < cc; c += a.splits) {
       const float* in_c = in + c * IH * IW;
       const float4* w_c = reinterpret_cast<const float4*>(tile_w + c * kTaps * kConvGroup) + quad;
 #pragma unroll
@@ -107,7 +117,32 @@ __device__ void conv_block_forward_tile(const ConvForwardArgs& a, int block, flo
     }
   }
 
-  if (!active) return;
+  if (a.splits > 1) {
+    // Parts 1 .. splits - 1 leave their sums in shared memory, value v of every position side by side
+    // (consecutive lanes, consecutive banks); part 0 adds them in part order.
+    constexpr int kValues = 4 * Q * Q;
+    float* sums = smem;  // [quad][part - 1][value][position]
+    const auto at = [&](int p, int v) { return ((quad * (a.splits - 1) + p - 1) * kValues + v) * positions + position; };
+    __syncthreads();  // the last stage has been read: its memory takes the sums
+    if (summing && part > 0)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int dh = 0; dh < Q; ++dh)
+#pragma unroll
+          for (int dw = 0; dw < Q; ++dw) sums[at(part, (j * Q + dh) * Q + dw)] = acc[j][dh][dw];
+    __syncthreads();
+    if (part == 0)
+      for (int p = 1; p < a.splits; ++p)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+          for (int dh = 0; dh < Q; ++dh)
+#pragma unroll
+            for (int dw = 0; dw < Q; ++dw) acc[j][dh][dw] += sums[at(p, (j * Q + dh) * Q + dw)];
+  }
+
+  if (!active || part != 0) return;
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int f = f0 + quad * 4 + j;

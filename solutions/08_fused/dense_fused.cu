@@ -58,12 +58,12 @@ DenseForwardArgs plan_dense_forward(int B, int IN, int OUT, FusedAct act, const 
   a.y = y;
   a.partials = partials;
   a.counters = counters;
-  // BEGIN Task 8.4: tiles of kDenseTile x kDenseTile outputs; split the sum over IN into as many slices (each at least kDenseChunk long, at most max_k_slices of them) as bring the blocks up to target_blocks
+  // BEGIN Task 8.4: tiles of kDenseTile x kDenseTile outputs; split the sum over IN into as many slices (each at least kDenseMinSlice long, at most max_k_slices of them) as bring the blocks up to target_blocks
   // HINT: k_len = ceil(IN / slices), and then k_slices = ceil(IN / k_len), so that no slice is empty.
   a.row_tiles = ceil_div(B, kDenseTile);
   a.col_tiles = ceil_div(OUT, kDenseTile);
   const int tiles = a.row_tiles * a.col_tiles;
-  const int slices = std::max(1, std::min({target_blocks / tiles, ceil_div(IN, kDenseChunk), max_k_slices}));
+    const int slices = std::max(1, std::min({target_blocks / tiles, ceil_div(IN, kDenseMinSlice), max_k_slices}));
   a.k_len = ceil_div(IN, slices);
   a.k_slices = ceil_div(IN, a.k_len);
   a.blocks = tiles * a.k_slices;

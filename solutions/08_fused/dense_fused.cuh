@@ -35,6 +35,11 @@
 
 namespace course {
 
+/// Loads each thread of a dense kernel has in flight while it stages a tile (stage_in_flight). The
+/// staging waits on the L2 cache, and the blocks are few: measured on the H100, 8 instead of 4 took
+/// the `cnn` from 0.0982 to 0.0954 s an epoch and the `mlp` from 0.0470 to 0.0455 s (lesson 08).
+constexpr int kDenseLoadsInFlight = 8;
+
 /// Block `block` of a.blocks of the dense forward pass (layout in DenseForwardArgs).
 __device__ inline void dense_forward_tile(const DenseForwardArgs& a, int block, float* smem) {
   // BEGIN Task 8.4 (device): stage kDenseChunk columns of x (the tile's rows) and of W (the tile's outputs, transposed) at a time over the block's slice of IN; each thread sums one row and 4 outputs; with one slice apply bias and activation and write y, else write the partial sums and let the last block of the tile (integer ticket) add the slices in order and finish
@@ -54,7 +59,7 @@ __device__ inline void dense_forward_tile(const DenseForwardArgs& a, int block, 
   for (int k0 = k_begin; k0 < k_end; k0 += kDenseChunk) {
     const int kn = min(kDenseChunk, k_end - k0);
     __syncthreads();  // every thread is done with the previous chunk
-    stage_in_flight(
+    stage_in_flight<kDenseLoadsInFlight>(
         kDenseTile * kn,
         [&](int i) {
           const int row = i / kn, k = i % kn;
@@ -142,7 +147,7 @@ __device__ inline void dense_weight_gradient_tile(const DenseBackwardArgs& a, in
   const int rows = min(kDenseRowsPerSlice, a.B - n0);
   float* dzs = smem;                                  // [kDenseRowsPerSlice][kDenseTile]
   float* xs = smem + kDenseRowsPerSlice * kDenseTile;  // [kDenseRowsPerSlice][kXPitch]
-  stage_in_flight(
+  stage_in_flight<kDenseLoadsInFlight>(
       rows * kDenseTile,
       [&](int i) {
         const int row = i / kDenseTile, c = i % kDenseTile;
@@ -192,7 +197,7 @@ __device__ inline void dense_input_gradient_tile(const DenseBackwardArgs& a, int
   float acc[4] = {0.f, 0.f, 0.f, 0.f};
   for (int o0 = 0; o0 < a.OUT; o0 += kDenseTile) {
     __syncthreads();  // every thread is done with the previous outputs
-    stage_in_flight(
+    stage_in_flight<kDenseLoadsInFlight>(
         kDenseTile * kDenseTile,
         [&](int i) {
           const int row = i / kDenseTile, c = i % kDenseTile;

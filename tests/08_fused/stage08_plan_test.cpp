@@ -139,6 +139,20 @@ TEST(Stage08_Plan, CnnTilingsAtBatch64) {
   EXPECT_EQ(f2.filter_groups, 2);
   EXPECT_EQ(f2.blocks, 128);
   EXPECT_EQ(f2.chans, 16) << "all 16 channels in one stage: 16 x (16 x 16 + 144) floats = 25.6 KB";
+  EXPECT_EQ(f2.splits, 1) << "49 positions of 64 slots: no second part for any of them";
+  // conv3 of cnn-deep: a 3 x 3 plane, 9 positions; one example a block (halved from 7 while short of
+  // 264 blocks), so 64 / 9 = 7 parts share each position's 32 channels (the last slot sits idle), and
+  // parts 1 .. 6 hand 4 quads x 6 parts x 9 positions x 16 sums to part 0: 3456 floats, less than the
+  // stage of 32 x (8 x 8 + 144) = 6656.
+  const ConvBlockShape conv3 = make_conv_block_shape(32, 7, 7, 32, 3, 1, 2, FusedAct::ReLU);
+  const ConvForwardArgs f3 = plan_conv_block_forward(conv3, 64, p, p, p, p, m, 264);
+  EXPECT_EQ(f3.tile_h * f3.tile_w, 9);
+  EXPECT_EQ(f3.images, 1);
+  EXPECT_EQ(f3.splits, 7);
+  EXPECT_EQ(f3.blocks, 128);
+  EXPECT_EQ(f3.smem_bytes, 4 * 6656);
+  // conv1: one channel, so one part whatever the slots.
+  EXPECT_EQ(f1.splits, 1);
   // conv2 backward: 16 channels (planes of 16 x 16 padded to a pitch of 257) x 16 filters = 256 pairs, one
   // thread each, 2 filter groups; 264 / 2 = 132 slices wanted of 64 examples: 1 example a slice, 64 slices;
   // dx in 4 tiles of 14 x 4.
@@ -159,13 +173,17 @@ TEST(Stage08_Plan, CnnTilingsAtBatch64) {
   EXPECT_EQ(b1.weight_blocks, 128);
   EXPECT_EQ(b1.input_blocks, 0);
   EXPECT_EQ(b2.input_blocks, 64 * 4);
-  // fc1: 2 x 4 tiles of 32 x 32; 264 / 8 = 33 slices wanted, at most ceil(1568 / 128) = 13 (no slice
-  // shorter than one chunk): 13 slices of 121, 104 blocks.
+  // fc1: 2 x 4 tiles of 32 x 32; 264 / 8 = 33 slices wanted, at most ceil(1568 / 32) = 49 (no slice
+  // shorter than kDenseMinSlice): 33 slices of 48 (32 x 48 = 1536 would leave 32 inputs over), 264 blocks.
   unsigned int* counters = reinterpret_cast<unsigned int*>(16);
   const DenseForwardArgs d1 = plan_dense_forward(64, 1568, 100, FusedAct::ReLU, p, p, p, p, p, counters, 264, 1 << 20);
-  EXPECT_EQ(d1.k_slices, 13);
-  EXPECT_EQ(d1.k_len, 121);
-  EXPECT_EQ(d1.blocks, 104);
+  EXPECT_EQ(d1.k_slices, 33);
+  EXPECT_EQ(d1.k_len, 48);
+  EXPECT_EQ(d1.blocks, 264);
+  // fc2 of cnn-deep: 128 inputs, 2 x 2 tiles; slices of 32: 4 of them, 16 blocks.
+  const DenseForwardArgs d2 = plan_dense_forward(64, 128, 50, FusedAct::ReLU, p, p, p, p, p, counters, 264, 1 << 20);
+  EXPECT_EQ(d2.k_slices, 4);
+  EXPECT_EQ(d2.blocks, 16);
   // A smaller last batch never gets more slices than the full batch's buffers hold.
   EXPECT_LE(plan_dense_forward(16, 1568, 100, FusedAct::ReLU, p, p, p, p, p, counters, 264, 5).k_slices, 5);
 }
