@@ -27,7 +27,7 @@ LESSONS = sorted((ROOT / "docs" / "lessons").glob("[0-9][0-9]_*.md"))
 IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
 # A stage's own charts, by the prefix of their file names: the lesson of the stage must show each
 # chart of docs/figures with that prefix (every machine's). New stages with a chart add a line.
-STAGE_CHARTS = {"03": "sweep_threads_", "04": "sweep_matmul_"}
+STAGE_CHARTS = {"03": "sweep_threads_", "04": "sweep_matmul_", "09": "scaling_"}
 
 
 def images(page):
