@@ -63,7 +63,7 @@ DenseForwardArgs plan_dense_forward(int B, int IN, int OUT, FusedAct act, const 
   a.row_tiles = ceil_div(B, kDenseTile);
   a.col_tiles = ceil_div(OUT, kDenseTile);
   const int tiles = a.row_tiles * a.col_tiles;
-    const int slices = std::max(1, std::min({target_blocks / tiles, ceil_div(IN, kDenseMinSlice), max_k_slices}));
+  const int slices = std::max(1, std::min({target_blocks / tiles, ceil_div(IN, kDenseMinSlice), max_k_slices}));
   a.k_len = ceil_div(IN, slices);
   a.k_slices = ceil_div(IN, a.k_len);
   a.blocks = tiles * a.k_slices;
