@@ -47,7 +47,7 @@ def read_run(path):
     epochs = results["epochs"]
     timed = epochs[1:] if len(epochs) > 1 else epochs
     facts = results.get("stage_results") or {}
-    return {"file": str(path), "model": model_label(results), "gpus": int(facts.get("ranks", 1)),
+    return {"file": Path(path).name, "model": model_label(results), "gpus": int(facts.get("ranks", 1)),
             "global_batch": int(results.get("options", {}).get("batch", facts.get("global_batch", 0))),
             "allreduce": facts.get("allreduce", "?"), "device": results.get("device", "?"),
             "images_per_second": statistics.median(float(e["images_per_second"]) for e in timed),
