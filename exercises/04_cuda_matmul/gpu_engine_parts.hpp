@@ -140,7 +140,14 @@ class DeviceLossSlots {
   DeviceLossSlots& operator=(const DeviceLossSlots&) = delete;
 
   /// Queues, after the work queued so far on the stream, a copy of the running sum into `slot`.
+  /// After copied_by_the_step(), only the slot's event: the step has written the copy itself.
   void record(int slot);
+  /// From now on each training step writes its own copy, from a kernel it runs anyway (stage 08's
+  /// update: sgd_multi_tensor.cuh), into device_slots()[step % count()], with `step` the step's
+  /// index in its epoch, which is `slot` of record(): no kernel of its own after each step.
+  void copied_by_the_step() { copied_by_the_step_ = true; }
+  /// The slots as the device addresses them (pinned host memory mapped into the device).
+  double* device_slots() const { return device_; }
   /// Waits for the copy into `slot` (for the GPU to reach it) and returns it.
   double wait(int slot);
   int count() const { return static_cast<int>(events_.size()); }
@@ -154,6 +161,7 @@ class DeviceLossSlots {
   double* host_ = nullptr;            ///< [count], pinned and mapped
   double* device_ = nullptr;          ///< host_ as the device addresses it
   std::vector<cudaEvent_t> events_;   ///< [count]
+  bool copied_by_the_step_ = false;
 };
 
 /// An epoch's loss sum and correct count, on the device, where the loss kernels add to them.

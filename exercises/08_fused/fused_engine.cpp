@@ -115,6 +115,7 @@ void FusedEngine::allocate() {
   batch_labels_.resize(batch);
   epoch_.allocate();
   for (DeviceSums* sums : {&sums_, &eval_sums_, &scratch_sums_}) sums->allocate();
+  sums_.loss_slots(stream(), kLossCheckLag + 1).copied_by_the_step();  // the update writes them (SgdArgs)
   buffers_.resize(layers_.size());
   // The partial sums' sizes come from the planners at the full batch. Planned here before
   // those buffers exist, with a real device address in their place: nothing is launched.
@@ -281,6 +282,10 @@ FusedEngine::StepPlan& FusedEngine::plan_for(int B) {
   FusedPhase sgd = phase_of(PhaseKind::Sgd);
   sgd.sgd = plan_sgd_multi_tensor(params_.get(), velocity_.get(), plan->tensors.get(), static_cast<int>(tensors.size()),
                                   static_cast<long long>(params_.size()), hyper_.get(), epoch_.step());
+  DeviceLossSlots& slots = sums_.loss_slots(stream(), kLossCheckLag + 1);
+  sgd.sgd.loss_sum = sums_.loss_sum.get();
+  sgd.sgd.loss_slots = slots.device_slots();
+  sgd.sgd.loss_slot_count = slots.count();
   plan->phases.push_back(sgd);
   plan->rows.push_back(sgd_row_);
   plan->passes.push_back(Pass::Backward);
@@ -328,6 +333,7 @@ void FusedEngine::run_uncaptured(const StepPlan& plan, bool update) {
         p.sgd.total = 0;
         p.sgd.step = nullptr;
         p.sgd.blocks = 1;
+        p.sgd.loss_slots = nullptr;
       }
     }
     profiler_.time(plan.rows[k], plan.passes[k], recording_, stream(),

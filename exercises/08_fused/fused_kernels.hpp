@@ -331,7 +331,10 @@ struct SgdTensor {
 ///
 /// with lr = hyper[0] and momentum = hyper[1] read from device memory when the
 /// kernel runs (a captured step replays them as they are then), and *step += 1
-/// when step is not null: the last thing a training step does.
+/// when step is not null: the last thing a training step does. When loss_slots is
+/// not null, the same kernel first copies the running loss sum into
+/// loss_slots[*step % loss_slot_count] (the loss check's slots, stage 04's
+/// DeviceLossSlots), so that the check needs no kernel of its own.
 struct SgdArgs {
   float* params;
   float* velocity;
@@ -341,6 +344,9 @@ struct SgdArgs {
   const float* hyper;  ///< {lr, momentum}
   int* step;           ///< the step counter of the epoch, or null
   int blocks;
+  const double* loss_sum;  ///< the running loss sum the head adds to (with loss_slots)
+  double* loss_slots;      ///< pinned host memory mapped into the device, or null (plan_sgd_multi_tensor)
+  int loss_slot_count;
 };
 
 /// The update's blocks (Task 8.7). `tensors` is a device array of tensor_count entries.

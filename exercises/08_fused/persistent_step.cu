@@ -77,7 +77,10 @@ __device__ inline void run_phase(const FusedPhase& p, int block, float* smem) {
     case PhaseKind::DenseForward: dense_forward_tile(p.dense_forward, block, smem); break;
     case PhaseKind::DenseBackward: dense_backward_tile(p.dense_backward, block, smem); break;
     case PhaseKind::Head: softmax_head_rows(p.head, block, smem); break;
-    case PhaseKind::Sgd: sgd_multi_tensor_block(p.sgd, block); break;
+    case PhaseKind::Sgd:
+      copy_running_loss_to_slot(p.sgd, block);
+      sgd_multi_tensor_block(p.sgd, block);
+      break;
   }
 }
 

@@ -13,6 +13,7 @@ namespace course {
 /// One block of the update per blockIdx.x.
 __global__ void __launch_bounds__(kFusedThreads) sgd_multi_tensor_kernel(SgdArgs a) {
   wait_for_previous_kernel();
+  copy_running_loss_to_slot(a, static_cast<int>(blockIdx.x));
   sgd_multi_tensor_block(a, static_cast<int>(blockIdx.x));
 }
 

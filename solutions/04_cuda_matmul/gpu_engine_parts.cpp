@@ -241,7 +241,7 @@ void DeviceLossSlots::release() {
 
 void DeviceLossSlots::record(int slot) {
   const auto i = static_cast<std::size_t>(slot);
-  copy_running_loss_gpu(loss_sum_, device_ + i, stream_);
+  if (!copied_by_the_step_) copy_running_loss_gpu(loss_sum_, device_ + i, stream_);
   CUDA_CHECK(cudaEventRecord(events_[i], stream_));
 }
 

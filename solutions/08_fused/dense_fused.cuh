@@ -108,13 +108,27 @@ __device__ inline void dense_forward_tile(const DenseForwardArgs& a, int block, 
   if (!last_block) return;
   __threadfence();
   if (n < a.B) {
-    // The slices in order 0, 1, 2, ...; four at a time, so that 16 loads are in flight
-    // rather than one (each waits for the L2 cache; in a plain loop one by one).
+    // The slices in order 0, 1, 2, ...; many at a time, so that their loads are in flight
+    // together (each waits for the L2 cache; in a plain loop one by one). When OUT is a
+    // multiple of 4, a thread's 4 sums of one slice are one aligned float4: 8 slices, 8 loads.
     const int o_first = o0 + 4 * c4;
     const float* p = a.partials + static_cast<long>(n) * a.OUT + o_first;
     const long slice_stride = static_cast<long>(a.B) * a.OUT;
     float sum[4] = {0.f, 0.f, 0.f, 0.f};
     int s = 0;
+    if (a.OUT % 4 == 0 && o_first < a.OUT && reinterpret_cast<unsigned long long>(a.partials) % 16 == 0)
+      for (; s + 8 <= a.k_slices; s += 8) {
+        float4 v[8];
+#pragma unroll
+        for (int u = 0; u < 8; ++u) v[u] = __ldcg(reinterpret_cast<const float4*>(p + (s + u) * slice_stride));
+#pragma unroll
+        for (int u = 0; u < 8; ++u) {
+          sum[0] += v[u].x;
+          sum[1] += v[u].y;
+          sum[2] += v[u].z;
+          sum[3] += v[u].w;
+        }
+      }
     for (; s + 4 <= a.k_slices; s += 4) {
       float v[4][4];
 #pragma unroll

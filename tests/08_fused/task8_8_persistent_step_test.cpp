@@ -45,7 +45,7 @@ TEST(Task8_8_PersistentStep, EachPhaseSeesEverythingThePhaseBeforeWrote) {
                                 x.get(), y.get(), static_cast<int>((kBatch * kD + kFusedThreads - 1) / kFusedThreads)};
   phases[1].kind = PhaseKind::Sgd;  // planned by hand, so that this test needs no other task than 8.8
   phases[1].sgd = SgdArgs{w.get(), v.get(), tensors.get(), 1, kBatch * kD, hyper.get(), step.get(),
-                          static_cast<int>((kBatch * kD + kFusedThreads - 1) / kFusedThreads)};
+                          static_cast<int>((kBatch * kD + kFusedThreads - 1) / kFusedThreads), nullptr, nullptr, 0};
   const DeviceBuffer<FusedPhase> d_phases = gputest::to_device(phases);
   persistent_step_gpu(d_phases.get(), 2, 3, 0);
 
