@@ -187,6 +187,32 @@ KernelTraffic phase_traffic(const FusedPhase& p) {
       t.bytes_written = floats(2 * a.total);
       break;
     }
+    case PhaseKind::DenseChain: {
+      const DenseChainArgs& a = p.dense_chain;
+      const long long B = a.B;
+      t.kernel = "dense chain (clusters)";
+      // the images and labels of the batch, every W and b (once per cluster: they come from the L2 cache)
+      t.bytes_read = floats(B * a.layer[0].IN) + 4LL * 2 * B;
+      t.bytes_written = floats(B * a.layer[0].IN);  // the gathered batch
+      for (int l = 0; l < a.L; ++l) {
+        const ChainLayer& ly = a.layer[l];
+        t.bytes_read += floats(static_cast<long long>(ly.OUT) * ly.IN + ly.OUT);
+        t.bytes_written += floats(B * ly.OUT * (l + 1 < a.L ? 2 : 1));  // y (not the head's) and dz
+      }
+      break;
+    }
+    case PhaseKind::DenseChainUpdate: {
+      const DenseChainUpdateArgs& a = p.dense_chain_update;
+      const long long B = a.B;
+      t.kernel = "dense chain update";
+      for (int l = 0; l < a.L; ++l) {
+        const ChainUpdateLayer& ly = a.layer[l];
+        const long long params = static_cast<long long>(ly.OUT) * ly.IN + ly.OUT;
+        t.bytes_read += floats(B * (ly.IN + ly.OUT) + 2 * params);  // x, dz; W, b and their velocities
+        t.bytes_written += floats(2 * params);
+      }
+      break;
+    }
   }
   return t;
 }

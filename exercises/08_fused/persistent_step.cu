@@ -81,6 +81,8 @@ __device__ inline void run_phase(const FusedPhase& p, int block, float* smem) {
       copy_running_loss_to_slot(p.sgd, block);
       sgd_multi_tensor_block(p.sgd, block);
       break;
+    case PhaseKind::DenseChain:
+    case PhaseKind::DenseChainUpdate: break;  // clusters of their own: never a phase of this kernel
   }
 }
 

@@ -76,6 +76,19 @@ FusedEngine::FusedEngine(const EngineConfig& cfg, const FusedOptions& options, c
   int major = 0;  // programmatic dependent launch needs sm_90 (Hopper) or later
   CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   gpu_launches_early_ = major >= 9;
+  if (gpu_launches_early_ && layers_.size() <= static_cast<std::size_t>(kChainMaxLayers) &&
+      std::none_of(layers_.begin(), layers_.end(),
+                   [](const FusedLayer& l) { return l.kind == FusedLayer::Kind::ConvBlock; })) {
+    std::vector<ChainLayer> sizes(layers_.size());
+    for (std::size_t i = 0; i < layers_.size(); ++i)
+      sizes[i] = {static_cast<int>(layers_[i].in.size()), static_cast<int>(layers_[i].out.size()), layers_[i].act,
+                  nullptr, nullptr, nullptr, nullptr};
+    chain_fits_ = dense_chain_smem_bytes(sizes.data(), static_cast<int>(sizes.size()), 1) <= kFusedSharedBudget;
+  }
+  if (dense_chain_enabled()) {
+    chain_row_ = profiler_.add_row("dense chain: the gather, every layer forward, the loss, the input gradients");
+    chain_update_row_ = profiler_.add_row("dense chain update: every weight gradient and SGD");
+  }
   target_blocks_ = 2 * std::max(sms, 1);
   params_.upload(flat);
   velocity_.resize(flat.size());
@@ -89,7 +102,9 @@ FusedEngine::FusedEngine(const EngineConfig& cfg, const FusedOptions& options, c
   StepPlan& full = plan_for(cfg_.batch);
   for (std::size_t k = 0; k < full.phases.size(); ++k) {
     KernelTraffic t = phase_traffic(full.phases[k]);
-    t.layers = profiler_.times()[full.rows[k]].layer;
+    t.layers = full.phases[k].kind == PhaseKind::DenseChain         ? "every layer, forward and input gradients"
+               : full.phases[k].kind == PhaseKind::DenseChainUpdate ? "every layer's dW, db and update"
+                                                                     : profiler_.times()[full.rows[k]].layer;
     if (full.phases[k].kind == PhaseKind::Sgd) t.bytes_read += 4 * full.partial_floats;
     step_traffic_.push_back(t);
     step_blocks_.push_back(phase_blocks(full.phases[k]));
@@ -163,6 +178,7 @@ void FusedEngine::allocate() {
     }
     buf.dw_partials.resize(slices * l.weight_count);
     buf.db_partials.resize(slices * l.bias_count);
+    if (chain_fits_) buf.dz.resize(outputs);
   }
   dense_partials_.resize(dense_partials);
   counters_.resize(counters);
@@ -218,11 +234,47 @@ void FusedEngine::add_forward(StepPlan& plan, int B, const float* x, const int* 
   }
 }
 
+void FusedEngine::add_dense_chain(StepPlan& plan, int B) {
+  std::vector<ChainLayer> chain(layers_.size());
+  std::vector<long long> w_offsets(layers_.size()), b_offsets(layers_.size());
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const FusedLayer& l = layers_[i];
+    LayerBuffers& buf = buffers_[i];
+    chain[i] = {static_cast<int>(l.in.size()), static_cast<int>(l.out.size()), l.act, params_.get() + l.weight,
+                params_.get() + l.bias, i + 1 < layers_.size() ? buf.out.get() : nullptr, buf.dz.get()};
+    w_offsets[i] = static_cast<long long>(l.weight);
+    b_offsets[i] = static_cast<long long>(l.bias);
+  }
+  const int L = static_cast<int>(chain.size());
+  FusedPhase forward = phase_of(PhaseKind::DenseChain);  // the data pointers are set by prepare()
+  forward.dense_chain = plan_dense_chain(B, chain.data(), L, loss_of(cfg_.loss), nullptr, nullptr, nullptr,
+                                         epoch_.step(), cfg_.batch, batch_.get(), sums_.loss_sum.get(),
+                                         sums_.correct.get(), target_blocks_ / 2);
+  plan.phases.push_back(forward);
+  plan.rows.push_back(chain_row_);
+  plan.passes.push_back(Pass::Forward);
+  FusedPhase update = phase_of(PhaseKind::DenseChainUpdate);
+  update.dense_chain_update = plan_dense_chain_update(B, chain.data(), L, batch_.get(), w_offsets.data(),
+                                                      b_offsets.data(), params_.get(), velocity_.get(), hyper_.get(),
+                                                      epoch_.step());
+  DeviceLossSlots& slots = sums_.loss_slots(stream(), kLossCheckLag + 1);
+  update.dense_chain_update.loss_sum = sums_.loss_sum.get();
+  update.dense_chain_update.loss_slots = slots.device_slots();
+  update.dense_chain_update.loss_slot_count = slots.count();
+  plan.phases.push_back(update);
+  plan.rows.push_back(chain_update_row_);
+  plan.passes.push_back(Pass::Backward);
+}
+
 FusedEngine::StepPlan& FusedEngine::plan_for(int B) {
   auto found = plans_.find(B);
   if (found != plans_.end()) return *found->second;
   auto plan = std::make_unique<StepPlan>();
   plan->B = B;
+  if (dense_chain_enabled()) {
+    add_dense_chain(*plan, B);
+    return *plans_.emplace(B, std::move(plan)).first->second;
+  }
   const long long D = cfg_.input.size();
 
   FusedPhase gather = phase_of(PhaseKind::Gather);  // the data pointers are set by prepare()
@@ -307,7 +359,14 @@ FusedEngine::DataKey FusedEngine::data_key() const {
 }
 
 void FusedEngine::prepare(StepPlan& plan) {
-  GatherArgs& g = plan.phases.front().gather;
+  FusedPhase& first = plan.phases.front();
+  if (first.kind == PhaseKind::DenseChain) {
+    first.dense_chain.images = epoch_.data().images.get();
+    first.dense_chain.labels = epoch_.data().labels.get();
+    first.dense_chain.order = epoch_.order();
+    return;
+  }
+  GatherArgs& g = first.gather;
   g.images = epoch_.data().images.get();
   g.labels = epoch_.data().labels.get();
   g.order = epoch_.order();
@@ -334,6 +393,16 @@ void FusedEngine::run_uncaptured(const StepPlan& plan, bool update) {
         p.sgd.step = nullptr;
         p.sgd.blocks = 1;
         p.sgd.loss_slots = nullptr;
+      }
+      if (p.kind == PhaseKind::DenseChain) {
+        p.dense_chain.loss_sum = scratch_sums_.loss_sum.get();
+        p.dense_chain.correct = scratch_sums_.correct.get();
+      }
+      if (p.kind == PhaseKind::DenseChainUpdate) {
+        p.dense_chain_update.L = 0;  // no tile: parameters and velocities untouched
+        p.dense_chain_update.step = nullptr;
+        p.dense_chain_update.blocks = 1;
+        p.dense_chain_update.loss_slots = nullptr;
       }
     }
     profiler_.time(plan.rows[k], plan.passes[k], recording_, stream(),

@@ -60,6 +60,9 @@ struct FusedOptions {
   /// launches, never --profile; ignored on a GPU before sm_90): the next kernel is set up while the one before
   /// it still runs (wait_for_previous_kernel in fused_common.cuh).
   bool early_launch = true;
+  /// Run an all-dense model's step (the `mlp`) as the dense chain: two kernels, the first in thread block
+  /// clusters (dense_chain.cu; sm_90 and later, not with --persistent or --profile, which run Tasks 8.4 to 8.7).
+  bool dense_chain = true;
 };
 
 /// Trains the specs stage 08 can fuse (fused_plan.hpp) with the fused kernels of Tasks 8.1 to 8.8.
@@ -115,6 +118,9 @@ class FusedEngine : public Engine {
   bool early_launch_enabled() const {
     return options_.early_launch && gpu_launches_early_ && !cfg_.profile && !persistent_enabled();
   }
+  /// True when each training step is the dense chain's two kernels (FusedOptions::dense_chain: asked for, a
+  /// model of dense layers only, at most kChainMaxLayers of them, a GPU with clusters, not persistent or profiled).
+  bool dense_chain_enabled() const { return options_.dense_chain && chain_fits_ && !persistent_enabled() && !cfg_.profile; }
   long graph_replays() const { return graph_replays_; }
   std::size_t graph_nodes() const { return graph_.nodes(); }
   /// Kernel launches of one full training step as this engine runs it (1 when persistent).
@@ -135,6 +141,7 @@ class FusedEngine : public Engine {
     DeviceBuffer<unsigned char> argmax;  ///< conv blocks with a pool: [batch, out]
     DeviceBuffer<float> dx;              ///< [batch, in]: dL/d(input), handed to the layer below (not for layer 0)
     DeviceBuffer<float> dw_partials, db_partials;
+    DeviceBuffer<float> dz;  ///< the dense chain: [batch, out], dL/dz for the layer's weight gradient
     int wg_images = 0;     ///< conv: examples per slice, from the full batch's plan
     int max_k_slices = 1;  ///< dense: slices of the forward sum, from the full batch's plan
   };
@@ -199,7 +206,8 @@ class FusedEngine : public Engine {
   StepGraph graph_;
   DataKey graph_key_;
   bool warmed_up_ = false;
-  bool gpu_launches_early_ = false;  ///< the GPU is sm_90 or later (programmatic dependent launch)
+  bool gpu_launches_early_ = false;  ///< the GPU is sm_90 or later (programmatic dependent launch, clusters)
+  bool chain_fits_ = false;          ///< the model can run as the dense chain on this GPU
   long graph_replays_ = 0;
 
   // One full step's kernels as planned at construction, for step_table() and stage_results().
@@ -209,7 +217,9 @@ class FusedEngine : public Engine {
   int persistent_grid_ = 0;
 
   GpuProfiler profiler_;  ///< one row per fused layer, then the gather and the update
-  std::size_t gather_row_ = 0, sgd_row_ = 0;
+  std::size_t gather_row_ = 0, sgd_row_ = 0, chain_row_ = 0, chain_update_row_ = 0;
+  /// The dense chain's two phases of a step of B (plan_for).
+  void add_dense_chain(StepPlan& plan, int B);
   bool recording_ = false;
 };
 

@@ -6,6 +6,7 @@
 //   s08_train_solution --model cnn --graph off            (every kernel launched one by one)
 //   s08_train_solution --model cnn --persistent           (each step one cooperative launch of the persistent kernel)
 //   s08_train_solution --model cnn-deep --profile         (per fused layer GPU times; runs without the graph)
+//   s08_train_solution --model mlp --dense-chain off       (the mlp with Tasks 8.4 to 8.7's kernels, not the chain)
 //   s08_train_exercise --model mlp                        (your code, from exercises/)
 //
 // Stage 08 runs the specs its kernels fuse (solutions/08_fused/fused_plan.hpp): conv
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
   std::string graph = "on";
   bool persistent = false;
   std::string early_launch = "on";
+  std::string dense_chain = "on";
   const auto extra_options = [&](CLI::App& app) {
     app.add_option("--graph", graph,
                    "Replay each training step as one CUDA graph (on) or launch its kernels one by one (off); "
@@ -39,6 +41,12 @@ int main(int argc, char** argv) {
                    "Let each kernel of the step be scheduled while the one before it finishes (programmatic "
                    "dependent launch; on sm_90 and later GPUs, ignored before; it waits for that kernel's results "
                    "before it reads)")
+        ->check(CLI::IsMember({"on", "off"}))
+        ->capture_default_str();
+    app.add_option("--dense-chain", dense_chain,
+                   "Train a model of dense layers only (the mlp) as the dense chain: two kernels a step, the first in "
+                   "thread block clusters (on; sm_90 and later, not with --persistent or --profile), or with the "
+                   "kernels of Tasks 8.4 to 8.7 (off)")
         ->check(CLI::IsMember({"on", "off"}))
         ->capture_default_str();
     // Checked once the command line is parsed (so --help works anywhere) and
@@ -55,6 +63,7 @@ int main(int argc, char** argv) {
         options.graph = graph == "on";
         options.persistent = persistent;
         options.early_launch = early_launch == "on";
+        options.dense_chain = dense_chain == "on";
         auto engine = std::make_unique<course::FusedEngine>(cfg, options);
         std::cout << "fused step: " << engine->kernels_per_step() << " kernel" << (engine->kernels_per_step() == 1 ? "" : "s")
                   << " per step, ";
@@ -65,6 +74,7 @@ int main(int argc, char** argv) {
         else
           std::cout << (cfg.profile ? "launched one by one (--profile times every kernel)" : "launched one by one");
         if (engine->early_launch_enabled()) std::cout << ", each kernel launched early";
+        if (engine->dense_chain_enabled()) std::cout << ", the dense chain (thread block clusters)";
         std::cout << "\n";
         if (cfg.verbose) std::cout << engine->step_table();
         return engine;

@@ -45,7 +45,8 @@ void expect_same_bits(const std::vector<NamedTensor>& p, const std::vector<Named
 void expect_matches_cpu(const std::string& spec, Shape3 input, int batch, int examples, const std::string& loss,
                         const FusedOptions& options, double lr, const std::vector<NamedTensor>& initial = {}) {
   const std::string context = spec + " on " + input.str() + ", batch " + std::to_string(batch) + ", " + loss +
-                              (options.persistent ? ", persistent" : options.graph ? ", graph on" : ", graph off");
+                              (options.persistent ? ", persistent" : options.graph ? ", graph on" : ", graph off") +
+                              (options.dense_chain ? "" : ", dense chain off");
   const Dataset train = make_synthetic(examples, input, 10, 5);
   const Dataset test = make_synthetic(100, input, 10, 6);
   const EngineConfig cfg = comparison_config(spec, input, batch, lr, loss);
@@ -112,9 +113,78 @@ TEST(Stage08_Engine, EveryLayerKindItFusesMatchesStage02) {
   expect_matches_cpu("conv4k3,fc10", {1, 9, 9}, 8, 8 * 8 + 3, "mse", {}, 0.05);
 }
 
+// The `mlp` runs as the dense chain by default (dense_chain.cu), and with Tasks 8.4 to 8.7's kernels when
+// asked (dense_chain off) or persistent: each way, 11 steps (the last of 20 examples) land on stage 01's parameters.
 TEST(Stage08_Engine, MlpStepsMatchStage01) {
   SKIP_WITHOUT_GPU();
-  expect_matches_cpu(named_model_spec("mlp"), {1, 28, 28}, 64, 10 * 64 + 20, "cross-entropy", {}, 0.05);
+  FusedOptions chain_off;
+  chain_off.dense_chain = false;
+  for (const FusedOptions& o : {FusedOptions{}, FusedOptions{false, false}, chain_off, FusedOptions{false, true}})
+    expect_matches_cpu(named_model_spec("mlp"), {1, 28, 28}, 64, 10 * 64 + 20, "cross-entropy", o, 0.05);
+}
+
+// The dense chain on other all-dense models: four hidden layers of odd widths and every activation (a layer of
+// 37 inputs: no float4 rows), inputs of 105 values, a batch of 100 (the update stages it in two rounds, a
+// cluster of 6 rows ends short), a batch of 5, mean squared error, a lone head (no hidden layer), and 3
+// classes instead of 10 (the head's generic path).
+TEST(Stage08_Engine, DenseChainMatchesStage01OnOtherMlps) {
+  SKIP_WITHOUT_GPU();
+  const std::string deep = "fc100,tanh,fc37,leaky,fc50,sigmoid,fc24,softplus,fc10";
+  expect_matches_cpu(deep, {1, 28, 28}, 16, 12 * 16 + 5, "cross-entropy", {}, 0.05);
+  expect_matches_cpu("fc33,relu,fc20,fc10", {3, 5, 7}, 100, 3 * 100 + 7, "cross-entropy", {}, 0.05);
+  expect_matches_cpu("fc33,softplus,fc10", {3, 5, 7}, 5, 9 * 5 + 2, "mse", {}, 0.05);
+  expect_matches_cpu("fc10", {1, 6, 6}, 8, 6 * 8 + 3, "cross-entropy", {}, 0.05);
+  EngineConfig three = comparison_config("fc40,relu,fc3", {1, 28, 28}, 32);
+  three.classes = 3;
+  FusedEngine gpu(three);
+  EXPECT_TRUE(gpu.dense_chain_enabled());
+  const Dataset train = make_synthetic(4 * 32 + 9, {1, 28, 28}, 3, 5);
+  const std::vector<NamedTensor> start = gpu.get_parameters();
+  const EpochStats got = gpu.train_epoch(train, 0, {});
+  CpuEngine cpu(three, make_cnn_layer<float>);
+  cpu.set_parameters(start);
+  const EpochStats want = cpu.train_epoch(train, 0, {});
+  EXPECT_NEAR(got.loss_sum, want.loss_sum, kStepsLossRtol * want.loss_sum) << "3 classes";
+  const std::vector<NamedTensor> trained = cpu.get_parameters(), mine = gpu.get_parameters();
+  for (std::size_t i = 0; i < trained.size(); ++i)
+    EXPECT_TRUE(close("3 classes, " + trained[i].name, mine[i].tensor.data, to_double(trained[i].tensor.data),
+                      trained[i].tensor.shape, kStepsParamAtol, kStepsParamRtol));
+}
+
+// The dense chain on shapes small enough for compute-sanitizer's racecheck: inputs of 25 values (no float4
+// rows) and of 16 (float4 rows), short batches, three and two layers.
+TEST(Stage08_Engine, DenseChainOnSmallShapes) {
+  SKIP_WITHOUT_GPU();
+  expect_matches_cpu("fc12,relu,fc9,tanh,fc10", {1, 5, 5}, 8, 3 * 8 + 3, "cross-entropy", {}, 0.05);
+  expect_matches_cpu("fc8,relu,fc10", {1, 4, 4}, 7, 3 * 7 + 2, "mse", {}, 0.05);
+}
+
+// Which models the dense chain runs, and its step: two kernels, captured as a graph of two nodes, the same
+// bits launched one by one; the `cnn` never (a conv layer), nor a persistent or profiled run.
+TEST(Stage08_Engine, MlpStepIsTheDenseChainsTwoKernels) {
+  SKIP_WITHOUT_GPU();
+  const Dataset train = make_synthetic(1000, {1, 28, 28}, 10, 101);
+  const EngineConfig cfg = comparison_config(named_model_spec("mlp"), {1, 28, 28}, 64);
+  FusedEngine with_graph(cfg), without(cfg, FusedOptions{false, false});
+  ASSERT_TRUE(with_graph.dense_chain_enabled()) << "an sm_90 GPU runs clusters";
+  EXPECT_EQ(with_graph.kernels_per_step(), 2);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    const EpochStats a = with_graph.train_epoch(train, epoch, {});
+    const EpochStats b = without.train_epoch(train, epoch, {});
+    EXPECT_EQ(a.correct, b.correct) << "epoch " << epoch;
+    EXPECT_NEAR(a.loss_sum, b.loss_sum, 1e-9 * b.loss_sum) << "epoch " << epoch << " (summed with atomics)";
+  }
+  EXPECT_EQ(with_graph.graph_nodes(), 2u) << "the chain and its update";
+  expect_same_bits(with_graph.get_parameters(), without.get_parameters(), "the chain, graph against plain launches");
+  const nlohmann::json j = with_graph.stage_results();
+  ASSERT_EQ(j.at("step").at("kernels").size(), 2u);
+  EXPECT_EQ(j.at("step").at("kernels")[0].at("kernel"), "dense chain (clusters)");
+  EXPECT_EQ(j.at("step").at("kernels")[1].at("kernel"), "dense chain update");
+  EXPECT_FALSE(FusedEngine(comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64)).dense_chain_enabled());
+  EXPECT_FALSE(FusedEngine(cfg, FusedOptions{false, true}).dense_chain_enabled()) << "persistent";
+  EngineConfig profiled = cfg;
+  profiled.profile = true;
+  EXPECT_FALSE(FusedEngine(profiled).dense_chain_enabled()) << "--profile times Tasks 8.4 to 8.7's kernels";
 }
 
 // The graph changes how a step is launched, not what it computes: the same kernels in

@@ -199,3 +199,57 @@ TEST(Stage08_Plan, LayerByLayerTrafficOfCnn) {
   // pool1 (with its arg-max), conv2, relu2, pool2, fc1, relu3, fc2.
   EXPECT_GT(t.bytes_written, 4LL * 64 * (784 + 12544 * 2 + 3136 * 2 + 6272 * 2 + 1568 * 2 + 100 * 2 + 10));
 }
+
+// The dense chain's planners, worked by hand for the `mlp` (784 -> 256 -> 128 -> 10) at batch 64: shared
+// memory per row (4 bytes each): the layers' inputs 784 + 256 + 128, their dz 256 + 128 + 12 (10 rounded
+// up to 4), 8 warps x 32 partial sums, and a row index and label: 6 rows fit in 46 KiB, 7 do not. On 132
+// multiprocessors, 3 rows a cluster: 22 clusters of 8 blocks, 176 (4 rows would leave 128).
+TEST(Stage08_Plan, DenseChainOfMlp) {
+  static float f[4];
+  const float* w = f;
+  float* y = f;
+  ChainLayer layers[3] = {{784, 256, FusedAct::ReLU, w, w, y, y},
+                          {256, 128, FusedAct::ReLU, w, w, y, y},
+                          {128, 10, FusedAct::None, w, w, nullptr, y}};
+  static int step = 0;
+  static double loss = 0;
+  static unsigned long long correct = 0;
+  EXPECT_EQ(dense_chain_smem_bytes(layers, 3, 6), 4 * (6 * (1168 + 396 + 8 * 32) + 8 + 8));
+  const auto plan = [&](int B, int min_blocks) {
+    return plan_dense_chain(B, layers, 3, FusedLoss::CrossEntropy, w, &step, &step, &step, 64, y, &loss, &correct,
+                            min_blocks);
+  };
+  const DenseChainArgs a = plan(64, 132);
+  EXPECT_EQ(a.rows, 3);
+  EXPECT_EQ(a.clusters, 22) << "ceil(64 / 3)";
+  EXPECT_EQ(a.blocks, 22 * kChainCluster);
+  EXPECT_EQ(a.smem_bytes, dense_chain_smem_bytes(layers, 3, 3));
+  EXPECT_EQ(plan(64, 0).rows, 6) << "no floor on the blocks: as many rows as fit";
+  EXPECT_LE(dense_chain_smem_bytes(layers, 3, 6), kFusedSharedBudget);
+  EXPECT_GT(dense_chain_smem_bytes(layers, 3, 7), kFusedSharedBudget);
+  EXPECT_EQ(plan(4, 0).rows, 4) << "no more rows than examples";
+  EXPECT_EQ(plan(4, 132).rows, 1) << "at least one";
+  EXPECT_EQ(plan(64, 132).B, 64);
+  const long long w_off[3] = {0, 200960, 233856}, b_off[3] = {200704, 233728, 235136};
+  static float p[1];
+  const DenseChainUpdateArgs u = plan_dense_chain_update(64, layers, 3, y, w_off, b_off, p, p, p, &step);
+  EXPECT_EQ(u.layer[0].o_tiles * u.layer[0].i_tiles, 8 * 25) << "256 / 32 by ceil(784 / 32)";
+  EXPECT_EQ(u.layer[1].first_block, 200);
+  EXPECT_EQ(u.layer[2].first_block, 200 + 4 * 8);
+  EXPECT_EQ(u.blocks, 200 + 32 + 1 * 4);
+  EXPECT_EQ(u.layer[1].x, y) << "a layer's input is the output of the one below";
+  // Refused: a layer that does not take the one below's outputs, too many classes, too many layers.
+  ChainLayer broken[3] = {layers[0], layers[1], layers[2]};
+  broken[1].IN = 255;
+  EXPECT_THROW(plan_dense_chain(64, broken, 3, FusedLoss::CrossEntropy, w, &step, &step, &step, 64, y, &loss, &correct,
+                                132),
+               std::invalid_argument);
+  broken[1].IN = 256;
+  broken[2].OUT = kHeadMaxClasses + 1;
+  EXPECT_THROW(plan_dense_chain_update(64, broken, 3, y, w_off, b_off, p, p, p, &step), std::invalid_argument);
+  ChainLayer many[kChainMaxLayers + 1];
+  for (ChainLayer& l : many) l = {8, 8, FusedAct::ReLU, w, w, y, y};
+  EXPECT_THROW(plan_dense_chain(64, many, kChainMaxLayers + 1, FusedLoss::CrossEntropy, w, &step, &step, &step, 64, y,
+                                &loss, &correct, 132),
+               std::invalid_argument);
+}
