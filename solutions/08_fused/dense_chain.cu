@@ -110,18 +110,19 @@ __device__ inline void chain_layer_forward(const DenseChainArgs& a, int l, int n
   const int chunk = (ly.OUT + kChainCluster - 1) / kChainCluster;
   const int o0 = rank * chunk, o1 = min(ly.OUT, o0 + chunk);
   for (int base = o0 + warp; base < o1; base += kWarps * J) {
-    float acc[J][kChainMaxRows];
+    float acc[J][kChainMaxRows], bias[J];
     const float* wr[J];
     bool has[J];
 #pragma unroll
     for (int j = 0; j < J; ++j) {
       has[j] = base + j * kWarps < o1;  // the same for the whole warp
       wr[j] = ly.w + static_cast<long long>(has[j] ? base + j * kWarps : base) * ly.IN;
+      bias[j] = has[j] ? ly.b[base + j * kWarps] : 0.f;  // loaded beside W, not after the sums
 #pragma unroll
       for (int e = 0; e < kChainMaxRows; ++e) acc[j][e] = 0.f;
     }
     if (ly.IN % 4 == 0) {  // rows of W and of the activations start on 16-byte boundaries
-#pragma unroll 2
+#pragma unroll 4
       for (int q = lane; q < ly.IN / 4; q += 32) {
         float4 wv[J];
 #pragma unroll
@@ -152,7 +153,7 @@ __device__ inline void chain_layer_forward(const DenseChainArgs& a, int l, int n
       }
     }
     // Lane j * rows + e keeps output j of row e.
-    float mine = 0.f;
+    float mine = 0.f, mine_bias = 0.f;
 #pragma unroll
     for (int j = 0; j < J; ++j)
 #pragma unroll
@@ -160,11 +161,14 @@ __device__ inline void chain_layer_forward(const DenseChainArgs& a, int l, int n
         if (e < a.rows && has[j]) {
 #pragma unroll
           for (int offset = 16; offset > 0; offset /= 2) acc[j][e] += __shfl_xor_sync(0xffffffffu, acc[j][e], offset);
-          if (lane == j * a.rows + e) mine = acc[j][e];
+          if (lane == j * a.rows + e) {
+            mine = acc[j][e];
+            mine_bias = bias[j];
+          }
         }
     const int j = lane / a.rows, e = lane % a.rows, o = base + j * kWarps;
     if (j < J && o < o1) {
-      const float v = fused_activate(ly.act, mine + ly.b[o]);
+      const float v = fused_activate(ly.act, mine + mine_bias);
       store_in_every_block(cluster, smem, at.act[l + 1] + e * out_pitch + o, v);
       if (n0 + e < a.B) ly.y[static_cast<long long>(n0 + e) * ly.OUT + o] = v;
     }
@@ -445,8 +449,22 @@ __global__ void __launch_bounds__(kFusedThreads) dense_chain_update_kernel(Dense
   const int tile = block - ly.first_block;
   if (tile >= ly.o_tiles * ly.i_tiles) return;
   const int o_base = tile / ly.i_tiles * kChainTile, i_base = tile % ly.i_tiles * kChainTile;
-  const int ol = t / 8, il = t % 8 * 4;
-  const bool bias = i_base == 0 && t < kChainTile;  // the first column of tiles also sums db
+  const int ol = t / 8, il = t % 8 * 4, o = o_base + ol;
+  const bool bias = i_base == 0 && t < kChainTile && o_base + t < ly.OUT;  // the first column of tiles sums db too
+  // The parameters and velocities this thread updates, loaded first: they need nothing of the sums below,
+  // so their loads wait beside the staging's instead of after the sums.
+  float w[4] = {0.f, 0.f, 0.f, 0.f}, v[4] = {0.f, 0.f, 0.f, 0.f}, wb = 0.f, vb = 0.f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    if (o < ly.OUT && i_base + il + j < ly.IN) {
+      const long long p = ly.w_offset + static_cast<long long>(o) * ly.IN + i_base + il + j;
+      w[j] = a.params[p];
+      v[j] = a.velocity[p];
+    }
+  if (bias) {
+    wb = a.params[ly.b_offset + o_base + t];
+    vb = a.velocity[ly.b_offset + o_base + t];
+  }
   float acc[4] = {0.f, 0.f, 0.f, 0.f}, bacc = 0.f;
   for (int n0 = 0; n0 < a.B; n0 += kChainStageRows) {
     const int rows = min(kChainStageRows, a.B - n0);
@@ -478,22 +496,19 @@ __global__ void __launch_bounds__(kFusedThreads) dense_chain_update_kernel(Dense
     __syncthreads();
   }
   const float lr = a.hyper[0], momentum = a.hyper[1];
-  const int o = o_base + ol;
-  if (o < ly.OUT)
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int i = i_base + il + j;
-      if (i >= ly.IN) break;
-      const long long p = ly.w_offset + static_cast<long long>(o) * ly.IN + i;
-      const float v = momentum * a.velocity[p] + acc[j];
-      a.velocity[p] = v;
-      a.params[p] -= lr * v;
+  for (int j = 0; j < 4; ++j)
+    if (o < ly.OUT && i_base + il + j < ly.IN) {
+      const long long p = ly.w_offset + static_cast<long long>(o) * ly.IN + i_base + il + j;
+      v[j] = momentum * v[j] + acc[j];
+      a.velocity[p] = v[j];
+      a.params[p] = w[j] - lr * v[j];
     }
-  if (bias && o_base + t < ly.OUT) {
+  if (bias) {
     const long long p = ly.b_offset + o_base + t;
-    const float v = momentum * a.velocity[p] + bacc;
-    a.velocity[p] = v;
-    a.params[p] -= lr * v;
+    vb = momentum * vb + bacc;
+    a.velocity[p] = vb;
+    a.params[p] = wb - lr * vb;
   }
 }
 
