@@ -100,6 +100,8 @@ for model in cnn cnn-deep mlp; do  # the same graph, each kernel launched only o
 done
 train s08_cnn_persistent "$BIN/s08_train_solution" --model cnn --epochs 3 --persistent
 train s08_mlp_persistent "$BIN/s08_train_solution" --model mlp --epochs 3 --persistent
+# The mlp runs as the dense chain (two kernels, dense_chain.cu); off: Tasks 8.4 to 8.7's kernels.
+train s08_mlp_chain_off "$BIN/s08_train_solution" --model mlp --epochs 3 --dense-chain off
 train s08_cnn-deep_persistent "$BIN/s08_train_solution" --model cnn-deep --epochs 3 --persistent
 train s08_cnn_nograph "$BIN/s08_train_solution" --model cnn --epochs 2 --graph off
 train s08_cnn_profile "$BIN/s08_train_solution" --model cnn --epochs 1 --profile
@@ -125,7 +127,8 @@ trace s06_cnn gather "$BIN/s06_train_solution" --model cnn
 trace s08_cnn_persistent persistent_step "$BIN/s08_train_solution" --model cnn --persistent
 trace s08_cnn-deep gather "$BIN/s08_train_solution" --model cnn-deep
 trace s06_cnn-deep gather "$BIN/s06_train_solution" --model cnn-deep
-trace s08_mlp gather "$BIN/s08_train_solution" --model mlp
+trace s08_mlp dense_chain_kernel "$BIN/s08_train_solution" --model mlp
+trace s08_mlp_chain_off gather "$BIN/s08_train_solution" --model mlp --dense-chain off
 trace s06_mlp gather "$BIN/s06_train_solution" --model mlp
 
 # ---- from here on the exercise track builds in the background, on the CPU: the runs below
@@ -197,11 +200,12 @@ print("stage 06 against stage 08 (graph), the last epoch:")
 targets = {"cnn": "<= 0.10 s (stretch 0.05)", "cnn-deep": ">= 2x stage 06", "mlp": ">= 2x stage 06"}
 for model in ("cnn", "cnn-deep", "mlp"):
     a, b, p = last(f"s06_{model}"), last(f"s08_{model}"), last(f"s08_{model}_persistent")
-    late = last(f"s08_{model}_late")
+    late, off = last(f"s08_{model}_late"), last(f"s08_{model}_chain_off")
     if a and b:
-        ls = f", without early launch {late:.3f} s ({a / late:.2f}x)" if late else ""
-        ps = f", persistent {p:.3f} s ({a / p:.2f}x)" if p else ""
-        print(f"  {model:9s} stage 06 {a:.3f} s, stage 08 {b:.3f} s: {a / b:.2f}x{ls}{ps}   target {targets[model]}")
+        ls = f", without early launch {late:.4f} s ({a / late:.2f}x)" if late else ""
+        ps = f", persistent {p:.4f} s ({a / p:.2f}x)" if p else ""
+        cs = f", dense chain off {off:.4f} s ({a / off:.2f}x)" if off else ""
+        print(f"  {model:9s} stage 06 {a:.4f} s, stage 08 {b:.4f} s: {a / b:.2f}x{ls}{ps}{cs}   target {targets[model]}")
 acc = last("s08_cnn_15", "test_accuracy")
 if acc is not None:
     print(f"  cnn, 15 epochs of the default recipe on stage 08: test accuracy {100 * acc:.2f}% (target >= 91.5%;"
