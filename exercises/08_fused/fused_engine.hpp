@@ -15,6 +15,10 @@
 /// | conv block backward             | conv1 + relu1 + pool1: dW, db        | 8.2  |
 /// | sgd update (multi-tensor)       | every parameter; the step counter    | 8.7  |
 ///
+/// A model of dense layers only (the `mlp`) runs as the dense chain instead, two
+/// kernels a step (dense_chain.cu): the gather, every layer forward, the loss and
+/// every input gradient in clusters of blocks; then every weight gradient and the update.
+///
 /// Everything lives on the device as in stage 06 (data sets, parameters,
 /// velocities, activations, the epoch's order, the step counter, the loss sums),
 /// plus what fusion needs: each layer's output and arg-max, the gradient each

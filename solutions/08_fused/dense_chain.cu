@@ -588,7 +588,8 @@ DenseChainUpdateArgs plan_dense_chain_update(int B, const ChainLayer* layers, in
     blocks += u.o_tiles * u.i_tiles;
   }
   a.blocks = blocks;
-  a.smem_bytes = 0;  // static: the staged tiles
+  // Static, not dynamic (the kernel declares its tiles): for the step table. dz's tile, then x's.
+  a.smem_bytes = static_cast<int>(sizeof(float)) * kChainStageRows * (kChainTile + kChainTile + 4);
   return a;
 }
 

@@ -13,6 +13,8 @@
 /// | softmax_head_gpu               | the last dense layer + softmax cross-entropy, both ways            | 8.6      |
 /// | sgd_multi_tensor_gpu           | the end of every weight-gradient sum + SGD with momentum, all tensors | 8.7   |
 /// | persistent_step_gpu            | all of the above in one launch, phases apart by grid.sync()        | 8.8      |
+/// | dense_chain_gpu                | an all-dense model's forward, loss and input gradients, in clusters | given   |
+/// | dense_chain_update_gpu         | its weight gradients, each summed whole, and SGD                   | given    |
 ///
 /// Every kernel runs blocks of kFusedThreads threads, and every kernel's work
 /// is a __device__ function of (its arguments, a block index, its shared

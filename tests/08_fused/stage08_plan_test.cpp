@@ -237,6 +237,7 @@ TEST(Stage08_Plan, DenseChainOfMlp) {
   EXPECT_EQ(u.layer[1].first_block, 200);
   EXPECT_EQ(u.layer[2].first_block, 200 + 4 * 8);
   EXPECT_EQ(u.blocks, 200 + 32 + 1 * 4);
+  EXPECT_EQ(u.smem_bytes, 4 * 64 * (32 + 32 + 4)) << "64 examples of a dz tile and of an x tile (pitch 36)";
   EXPECT_EQ(u.layer[1].x, y) << "a layer's input is the output of the one below";
   // Refused: a layer that does not take the one below's outputs, too many classes, too many layers.
   ChainLayer broken[3] = {layers[0], layers[1], layers[2]};
