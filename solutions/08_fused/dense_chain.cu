@@ -89,6 +89,16 @@ __host__ __device__ inline ChainSmem chain_smem(const ChainLayer* layers, int L,
   return s;
 }
 
+// Clusters need sm_90. A build for several architectures (80 to 90, where CMake sees a GPU) compiles the
+// chain for the older ones as a kernel that stops at once: the engine never launches it there
+// (FusedEngine::dense_chain_enabled asks for compute capability 9.0).
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+#define COURSE_CHAIN_HAS_CLUSTERS 1
+#else
+#define COURSE_CHAIN_HAS_CLUSTERS 0
+#endif
+
+#if COURSE_CHAIN_HAS_CLUSTERS
 /// Writes v at `offset` floats into the shared memory of every block of the cluster (this one's too).
 __device__ inline void store_in_every_block(cg::cluster_group& cluster, float* smem, int offset, float v) {
 #pragma unroll
@@ -331,6 +341,7 @@ __device__ inline void chain_input_gradient(const DenseChainArgs& a, int l, int 
   }
   if (hand_on) cluster.sync();
 }
+#endif  // COURSE_CHAIN_HAS_CLUSTERS
 
 void check_layers(const ChainLayer* layers, int L, const char* function) {
   if (layers == nullptr || L < 1 || L > kChainMaxLayers)
@@ -354,8 +365,11 @@ void check_layers(const ChainLayer* layers, int L, const char* function) {
 
 }  // namespace
 
-__global__ void __cluster_dims__(kChainCluster, 1, 1) __launch_bounds__(kFusedThreads)
-    dense_chain_kernel(DenseChainArgs a) {
+/// The chain, launched in clusters of kChainCluster blocks (dense_chain_gpu).
+__global__ void __launch_bounds__(kFusedThreads) dense_chain_kernel(DenseChainArgs a) {
+#if !COURSE_CHAIN_HAS_CLUSTERS
+  __trap();
+#else
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = static_cast<int>(cluster.block_rank());
   const int n0 = static_cast<int>(blockIdx.x) / kChainCluster * a.rows;
@@ -424,6 +438,7 @@ __global__ void __cluster_dims__(kChainCluster, 1, 1) __launch_bounds__(kFusedTh
   else
     chain_last_hidden_dz<0>(a, n0, rank, smem, at);
   for (int l = a.L - 2; l >= 1; --l) chain_input_gradient(a, l, n0, rank, cluster, smem, at);
+#endif
 }
 
 /// One kChainTile x kChainTile tile of one layer's dW (and, for the first column of tiles, db), summed over the
@@ -556,7 +571,7 @@ DenseChainArgs plan_dense_chain(int B, const ChainLayer* layers, int L, FusedLos
 }
 
 void dense_chain_gpu(const DenseChainArgs& a, cudaStream_t stream, bool early) {
-  launch_fused_kernel(dense_chain_kernel, a.blocks, a.smem_bytes, stream, a, early);
+  launch_fused_kernel(dense_chain_kernel, a.blocks, a.smem_bytes, stream, a, early, kChainCluster);
   CUDA_CHECK_LAUNCH();
 }
 

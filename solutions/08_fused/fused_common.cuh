@@ -92,20 +92,32 @@ __device__ __forceinline__ void wait_for_previous_kernel() {
 }
 
 /// Launches one of stage 08's kernels (blocks of kFusedThreads), programmatically after the kernel before it in
-/// the stream when `early` is set (wait_for_previous_kernel says what that means).
+/// the stream when `early` is set (wait_for_previous_kernel says what that means), in clusters of `cluster`
+/// blocks when it is above 1 (sm_90; `blocks` a multiple of it).
 template <class Args>
 void launch_fused_kernel(void (*kernel)(Args), int blocks, int smem_bytes, cudaStream_t stream, const Args& a,
-                         bool early) {
+                         bool early, int cluster = 1) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(blocks));
   config.blockDim = dim3(kFusedThreads);
   config.dynamicSmemBytes = static_cast<std::size_t>(smem_bytes);
   config.stream = stream;
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &attribute;
-  config.numAttrs = early ? 1 : 0;
+  cudaLaunchAttribute attributes[2]{};
+  unsigned count = 0;
+  if (early) {
+    attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[count].val.programmaticStreamSerializationAllowed = 1;
+    ++count;
+  }
+  if (cluster > 1) {
+    attributes[count].id = cudaLaunchAttributeClusterDimension;
+    attributes[count].val.clusterDim.x = static_cast<unsigned>(cluster);
+    attributes[count].val.clusterDim.y = 1;
+    attributes[count].val.clusterDim.z = 1;
+    ++count;
+  }
+  config.attrs = attributes;
+  config.numAttrs = count;
   // The error, if any, is left for CUDA_CHECK_LAUNCH at the call, which names the launcher.
   static_cast<void>(cudaLaunchKernelEx(&config, kernel, a));
 }
