@@ -29,6 +29,19 @@ inline bool float4_chunks_b(const GemmProblem& p) {
   return aligned && (p.trans_b ? p.K % 4 == 0 && p.k_slice % 4 == 0 : p.N % 4 == 0);
 }
 
+/// True when kernel 9's block tiles of bm x bn, bk deep, never cross an edge of p: M, N,
+/// K and the split-K slice are multiples of them, both operands take float4 chunks, and a
+/// chunk's offset inside a tile fits an int. Kernel 10 then runs the full-tile instance
+/// of its choice, whose copies check nothing (simt_tiles.cuh, TileCopy's FULL).
+inline bool full_tiles(const GemmProblem& p, int bm, int bn, int bk) {
+  // A tile spans `rows` stored rows of `ld` floats: its chunk offsets stay below rows * ld.
+  const auto fits = [](long long rows, long long ld) { return rows * ld < (1LL << 31); };
+  const bool a_fits = p.trans_a ? fits(bk, p.M) : fits(bm, p.K);  // A stored [K, M] or [M, K]
+  const bool b_fits = p.trans_b ? fits(bn, p.K) : fits(bk, p.N);  // B stored [N, K] or [K, N]
+  return float4_chunks_a(p) && float4_chunks_b(p) && p.M % bm == 0 && p.N % bn == 0 && p.K % bk == 0 &&
+         p.k_slice % bk == 0 && a_fits && b_fits;
+}
+
 void matmul_vectorized(const GemmProblem& p, cudaStream_t stream);   ///< kernel 7, Task 7.1
 void matmul_warp_tiled(const GemmProblem& p, cudaStream_t stream);   ///< kernel 8, Task 7.2
 void matmul_async_copy(const GemmProblem& p, cudaStream_t stream);   ///< kernel 9, Task 7.3

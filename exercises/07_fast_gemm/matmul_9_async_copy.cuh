@@ -49,18 +49,21 @@ struct TileShape {
   /// Blocks that must fit on one SM at once (__launch_bounds__): by default a thread may use at most 128
   /// registers (65536 / (kThreads * kMinBlocks)), so that two blocks of 256 threads (or four of 128) share an
   /// SM and one's memory waits hide behind another's FMAs. MIN_BLOCKS 1 lets ptxas use up to 255 instead; it
-  /// need not: for 128 x 128 x 16 it still uses 127, and only the order of the instructions changes (lesson 07).
+  /// need not: for 128 x 128 x 16 on full tiles it uses 126, and what changes is how it allocates and orders
+  /// the same instructions (lesson 07). The checked instance takes 132, and then one block fills an SM.
   static constexpr int kMinBlocks = MIN_BLOCKS > 0 ? MIN_BLOCKS : 512 / kThreads;
   static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must tile the block tile");
   static_assert(WM % 16 == 0 && WN % 32 == 0, "a warp tile is MI x NI sub-tiles of 16 x 32 (4 x 8 lanes of 4 x 4)");
 };
 
-template <class Shape, bool TRANS_A, bool TRANS_B>
+/// FULL: for products whose every tile is full (full_tiles()): the tile copies
+/// check nothing (kernel 10's full-tile instances; the body is the same).
+template <class Shape, bool TRANS_A, bool TRANS_B, bool FULL = false>
 __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks) matmul_async_copy_kernel(GemmProblem p, simt::Operand a,
                                                                            simt::Operand b, bool vec_c) {
   constexpr int BM = Shape::BM, BN = Shape::BN, BK = Shape::BK;
-  using CopyA = simt::TileCopy<BM, BK, Shape::kThreads, !TRANS_A>;
-  using CopyB = simt::TileCopy<BN, BK, Shape::kThreads, TRANS_B>;
+  using CopyA = simt::TileCopy<BM, BK, Shape::kThreads, !TRANS_A, FULL>;
+  using CopyB = simt::TileCopy<BN, BK, Shape::kThreads, TRANS_B, FULL>;
   using Tile = simt::WarpTile<Shape::WM / 16, Shape::WN / 32>;
   __shared__ __align__(16) typename CopyA::Tile As[2];
   __shared__ __align__(16) typename CopyB::Tile Bs[2];

@@ -64,8 +64,11 @@ inline Operand operand_b(const GemmProblem& p) { return {p.B, p.N, p.trans_b ? p
 
 /// The BK x OUTER tile of one operand that a block of THREADS threads copies per step,
 /// stored S[k][o] (rows OUTER + kPad long). K_CONTIGUOUS: the operand is stored with k
-/// contiguous (A [M, K], or B stored [N, K]).
-template <int OUTER, int BK, int THREADS, bool K_CONTIGUOUS>
+/// contiguous (A [M, K], or B stored [N, K]). FULL: the kernel runs only on products
+/// whose every tile lies wholly inside the matrices and whose every chunk is a float4
+/// (full_tiles() in fast_gemm_kernels.hpp says which): load() and copy_async() then skip every
+/// check (kernel 10's full-tile instances; given code, outside the tasks).
+template <int OUTER, int BK, int THREADS, bool K_CONTIGUOUS, bool FULL = false>
 struct TileCopy {
   static constexpr int kChunks = OUTER * BK / 4;
   static constexpr int kPerThread = kChunks / THREADS;  ///< chunks each thread copies
@@ -96,11 +99,25 @@ struct TileCopy {
     return K_CONTIGUOUS ? go < x.outer && gk + j < k_end : go + j < x.outer && gk < k_end;
   }
 
+  /// Chunk i's first element, counted from the tile's first one (an int: full_tiles()
+  /// checks that it fits). It depends on the thread alone, so the compiler works it out once.
+  __device__ static int chunk_offset(int i, int ld) {
+    int o, k;
+    chunk_origin(static_cast<int>(threadIdx.x) + i * THREADS, o, k);
+    return K_CONTIGUOUS ? o * ld + k : k * ld + o;
+  }
+
   /// This thread's chunks of the tile whose first element is op(X)[o0][k0], into registers;
   /// zeros for elements outside op(X) or at k >= k_end.
   __device__ static void load(const Operand& x, int o0, int k0, int k_end, float4 (&r)[kPerThread]) {
-    // TODO(Task 7.1): for each of this thread's chunks (c = threadIdx.x + i * THREADS), one float4 load when x.vec, else 4 single loads; zeros outside
-    // HINT: chunk_origin(c, o, k) gives the chunk's place in the tile; address(x, o0 + o, k0 + k) its first element; inside(x, o0 + o, k0 + k, j, k_end) says whether element j exists.
+    if constexpr (FULL) {  // every chunk inside and a float4: one address, no checks
+      const float* tile = address(x, o0, k0);
+#pragma unroll
+      for (int i = 0; i < kPerThread; ++i) r[i] = __ldg(reinterpret_cast<const float4*>(tile + chunk_offset(i, x.ld)));
+    } else {
+      // TODO(Task 7.1): for each of this thread's chunks (c = threadIdx.x + i * THREADS), one float4 load when x.vec, else 4 single loads; zeros outside
+      // HINT: chunk_origin(c, o, k) gives the chunk's place in the tile; address(x, o0 + o, k0 + k) its first element; inside(x, o0 + o, k0 + k, j, k_end) says whether element j exists.
+    }
   }
 
   /// The chunks load() read, into the tile: down a column (transposed) when k is
@@ -120,8 +137,18 @@ struct TileCopy {
   /// k_end are written as zeros. The caller commits and waits.
   __device__ static void copy_async(Tile& s, const Operand& x, int o0, int k0, int k_end) {
     static_assert(!K_CONTIGUOUS, "a k-contiguous tile is transposed on the way in: load() and store()");
-    // TODO(Task 7.3): for each of this thread's chunks, one cp_async_16 into s[k][o] when x.vec, else cp_async_4 per element into s[k][o + j]; an element outside op(X) gets a zero and its copy must not read (pass x.data as the source)
-    // HINT: ptx::cp_async_16(dst, src, copy) and ptx::cp_async_4(dst, src, copy) with copy = inside(x, o0 + o, k0 + k, j, k_end).
+    if constexpr (FULL) {
+      const float* tile = address(x, o0, k0);
+#pragma unroll
+      for (int i = 0; i < kPerThread; ++i) {
+        int o, k;
+        chunk_origin(static_cast<int>(threadIdx.x) + i * THREADS, o, k);
+        ptx::cp_async_16(&s[k][o], tile + chunk_offset(i, x.ld), true);
+      }
+    } else {
+      // TODO(Task 7.3): for each of this thread's chunks, one cp_async_16 into s[k][o] when x.vec, else cp_async_4 per element into s[k][o + j]; an element outside op(X) gets a zero and its copy must not read (pass x.data as the source)
+      // HINT: ptx::cp_async_16(dst, src, copy) and ptx::cp_async_4(dst, src, copy) with copy = inside(x, o0 + o, k0 + k, j, k_end).
+    }
   }
 };
 
@@ -138,6 +165,10 @@ struct TileCopy {
 /// lane_m read 8 neighbouring float4 of Bs: 128 bytes, every bank once. Kernel 7's
 /// layout (8 contiguous columns per thread) lets two lanes of a quarter warp hit one
 /// bank; spacing the sub-tiles 32 columns apart is what removes it.
+///
+/// The FMAs go row by row with every other row backwards (a serpentine), so that each
+/// one shares an operand with the one before it: ptxas marks that operand for the reuse
+/// cache, and fewer FMAs wait for a busy register-file bank (lesson 07 measures it).
 template <int MI, int NI>
 struct WarpTile {
   static constexpr int kRows = MI * 4, kCols = NI * 4;  ///< outputs per lane
@@ -153,8 +184,8 @@ struct WarpTile {
   /// acc += the products of one BK-deep slice: As[k][wm0 + ...] times Bs[k][wn0 + ...] (see above).
   template <int BK, int LDA, int LDB>
   __device__ void multiply(const float (&As)[BK][LDA], const float (&Bs)[BK][LDB], int wm0, int wn0, int lane) {
-    // TODO(Task 7.2): for each k, read this lane's MI float4 of As and NI float4 of Bs (sub-tiles 16 rows and 32 columns apart), then kRows x kCols FMAs into acc
-    // HINT: lane_m = lane / 8 and lane_n = lane % 8; row block mi starts at wm0 + mi * 16 + lane_m * 4, column block ni at wn0 + ni * 32 + lane_n * 4.
+    // TODO(Task 7.2): for each k, read this lane's MI float4 of As and NI float4 of Bs (sub-tiles 16 rows and 32 columns apart), then kRows x kCols FMAs into acc, row by row with every other row backwards
+    // HINT: lane_m = lane / 8 and lane_n = lane % 8; row block mi starts at wm0 + mi * 16 + lane_m * 4, column block ni at wn0 + ni * 32 + lane_n * 4; FMA order: j = i % 2 == 0 ? jj : kCols - 1 - jj.
   }
 
   /// Row and column of C of acc[i][j], for a warp tile at (row0, col0) of C.

@@ -64,8 +64,11 @@ inline Operand operand_b(const GemmProblem& p) { return {p.B, p.N, p.trans_b ? p
 
 /// The BK x OUTER tile of one operand that a block of THREADS threads copies per step,
 /// stored S[k][o] (rows OUTER + kPad long). K_CONTIGUOUS: the operand is stored with k
-/// contiguous (A [M, K], or B stored [N, K]).
-template <int OUTER, int BK, int THREADS, bool K_CONTIGUOUS>
+/// contiguous (A [M, K], or B stored [N, K]). FULL: the kernel runs only on products
+/// whose every tile lies wholly inside the matrices and whose every chunk is a float4
+/// (full_tiles() in fast_gemm_kernels.hpp says which): load() and copy_async() then skip every
+/// check (kernel 10's full-tile instances; given code, outside the tasks).
+template <int OUTER, int BK, int THREADS, bool K_CONTIGUOUS, bool FULL = false>
 struct TileCopy {
   static constexpr int kChunks = OUTER * BK / 4;
   static constexpr int kPerThread = kChunks / THREADS;  ///< chunks each thread copies
@@ -96,28 +99,42 @@ struct TileCopy {
     return K_CONTIGUOUS ? go < x.outer && gk + j < k_end : go + j < x.outer && gk < k_end;
   }
 
+  /// Chunk i's first element, counted from the tile's first one (an int: full_tiles()
+  /// checks that it fits). It depends on the thread alone, so the compiler works it out once.
+  __device__ static int chunk_offset(int i, int ld) {
+    int o, k;
+    chunk_origin(static_cast<int>(threadIdx.x) + i * THREADS, o, k);
+    return K_CONTIGUOUS ? o * ld + k : k * ld + o;
+  }
+
   /// This thread's chunks of the tile whose first element is op(X)[o0][k0], into registers;
   /// zeros for elements outside op(X) or at k >= k_end.
   __device__ static void load(const Operand& x, int o0, int k0, int k_end, float4 (&r)[kPerThread]) {
-    // BEGIN Task 7.1 (device): for each of this thread's chunks (c = threadIdx.x + i * THREADS), one float4 load when x.vec, else 4 single loads; zeros outside
-    // HINT: chunk_origin(c, o, k) gives the chunk's place in the tile; address(x, o0 + o, k0 + k) its first element; inside(x, o0 + o, k0 + k, j, k_end) says whether element j exists.
+    if constexpr (FULL) {  // every chunk inside and a float4: one address, no checks
+      const float* tile = address(x, o0, k0);
 #pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      int o, k;
-      chunk_origin(static_cast<int>(threadIdx.x) + i * THREADS, o, k);
-      const int go = o0 + o, gk = k0 + k;
-      const float* src = address(x, go, gk);
-      if (x.vec) {
-        // Aligned chunks lie wholly inside or outside: element 0 decides for all four.
-        r[i] = inside(x, go, gk, 0, k_end) ? __ldg(reinterpret_cast<const float4*>(src)) : make_float4(0.f, 0.f, 0.f, 0.f);
-      } else {
-        r[i].x = inside(x, go, gk, 0, k_end) ? __ldg(src) : 0.f;
-        r[i].y = inside(x, go, gk, 1, k_end) ? __ldg(src + 1) : 0.f;
-        r[i].z = inside(x, go, gk, 2, k_end) ? __ldg(src + 2) : 0.f;
-        r[i].w = inside(x, go, gk, 3, k_end) ? __ldg(src + 3) : 0.f;
+      for (int i = 0; i < kPerThread; ++i) r[i] = __ldg(reinterpret_cast<const float4*>(tile + chunk_offset(i, x.ld)));
+    } else {
+      // BEGIN Task 7.1 (device): for each of this thread's chunks (c = threadIdx.x + i * THREADS), one float4 load when x.vec, else 4 single loads; zeros outside
+      // HINT: chunk_origin(c, o, k) gives the chunk's place in the tile; address(x, o0 + o, k0 + k) its first element; inside(x, o0 + o, k0 + k, j, k_end) says whether element j exists.
+#pragma unroll
+      for (int i = 0; i < kPerThread; ++i) {
+        int o, k;
+        chunk_origin(static_cast<int>(threadIdx.x) + i * THREADS, o, k);
+        const int go = o0 + o, gk = k0 + k;
+        const float* src = address(x, go, gk);
+        if (x.vec) {
+          // Aligned chunks lie wholly inside or outside: element 0 decides for all four.
+          r[i] = inside(x, go, gk, 0, k_end) ? __ldg(reinterpret_cast<const float4*>(src)) : make_float4(0.f, 0.f, 0.f, 0.f);
+        } else {
+          r[i].x = inside(x, go, gk, 0, k_end) ? __ldg(src) : 0.f;
+          r[i].y = inside(x, go, gk, 1, k_end) ? __ldg(src + 1) : 0.f;
+          r[i].z = inside(x, go, gk, 2, k_end) ? __ldg(src + 2) : 0.f;
+          r[i].w = inside(x, go, gk, 3, k_end) ? __ldg(src + 3) : 0.f;
+        }
       }
+      // END Task 7.1
     }
-    // END Task 7.1
   }
 
   /// The chunks load() read, into the tile: down a column (transposed) when k is
@@ -151,26 +168,36 @@ struct TileCopy {
   /// k_end are written as zeros. The caller commits and waits.
   __device__ static void copy_async(Tile& s, const Operand& x, int o0, int k0, int k_end) {
     static_assert(!K_CONTIGUOUS, "a k-contiguous tile is transposed on the way in: load() and store()");
-    // BEGIN Task 7.3 (device): for each of this thread's chunks, one cp_async_16 into s[k][o] when x.vec, else cp_async_4 per element into s[k][o + j]; an element outside op(X) gets a zero and its copy must not read (pass x.data as the source)
-    // HINT: ptx::cp_async_16(dst, src, copy) and ptx::cp_async_4(dst, src, copy) with copy = inside(x, o0 + o, k0 + k, j, k_end).
+    if constexpr (FULL) {
+      const float* tile = address(x, o0, k0);
 #pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      int o, k;
-      chunk_origin(static_cast<int>(threadIdx.x) + i * THREADS, o, k);
-      const int go = o0 + o, gk = k0 + k;
-      const float* src = address(x, go, gk);
-      if (x.vec) {
-        const bool in = inside(x, go, gk, 0, k_end);
-        ptx::cp_async_16(&s[k][o], in ? src : x.data, in);
-      } else {
+      for (int i = 0; i < kPerThread; ++i) {
+        int o, k;
+        chunk_origin(static_cast<int>(threadIdx.x) + i * THREADS, o, k);
+        ptx::cp_async_16(&s[k][o], tile + chunk_offset(i, x.ld), true);
+      }
+    } else {
+      // BEGIN Task 7.3 (device): for each of this thread's chunks, one cp_async_16 into s[k][o] when x.vec, else cp_async_4 per element into s[k][o + j]; an element outside op(X) gets a zero and its copy must not read (pass x.data as the source)
+      // HINT: ptx::cp_async_16(dst, src, copy) and ptx::cp_async_4(dst, src, copy) with copy = inside(x, o0 + o, k0 + k, j, k_end).
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const bool in = inside(x, go, gk, j, k_end);
-          ptx::cp_async_4(&s[k][o + j], in ? src + j : x.data, in);
+      for (int i = 0; i < kPerThread; ++i) {
+        int o, k;
+        chunk_origin(static_cast<int>(threadIdx.x) + i * THREADS, o, k);
+        const int go = o0 + o, gk = k0 + k;
+        const float* src = address(x, go, gk);
+        if (x.vec) {
+          const bool in = inside(x, go, gk, 0, k_end);
+          ptx::cp_async_16(&s[k][o], in ? src : x.data, in);
+        } else {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const bool in = inside(x, go, gk, j, k_end);
+            ptx::cp_async_4(&s[k][o + j], in ? src + j : x.data, in);
+          }
         }
       }
+      // END Task 7.3
     }
-    // END Task 7.3
   }
 };
 
@@ -187,6 +214,10 @@ struct TileCopy {
 /// lane_m read 8 neighbouring float4 of Bs: 128 bytes, every bank once. Kernel 7's
 /// layout (8 contiguous columns per thread) lets two lanes of a quarter warp hit one
 /// bank; spacing the sub-tiles 32 columns apart is what removes it.
+///
+/// The FMAs go row by row with every other row backwards (a serpentine), so that each
+/// one shares an operand with the one before it: ptxas marks that operand for the reuse
+/// cache, and fewer FMAs wait for a busy register-file bank (lesson 07 measures it).
 template <int MI, int NI>
 struct WarpTile {
   static constexpr int kRows = MI * 4, kCols = NI * 4;  ///< outputs per lane
@@ -202,8 +233,8 @@ struct WarpTile {
   /// acc += the products of one BK-deep slice: As[k][wm0 + ...] times Bs[k][wn0 + ...] (see above).
   template <int BK, int LDA, int LDB>
   __device__ void multiply(const float (&As)[BK][LDA], const float (&Bs)[BK][LDB], int wm0, int wn0, int lane) {
-    // BEGIN Task 7.2 (device): for each k, read this lane's MI float4 of As and NI float4 of Bs (sub-tiles 16 rows and 32 columns apart), then kRows x kCols FMAs into acc
-    // HINT: lane_m = lane / 8 and lane_n = lane % 8; row block mi starts at wm0 + mi * 16 + lane_m * 4, column block ni at wn0 + ni * 32 + lane_n * 4.
+    // BEGIN Task 7.2 (device): for each k, read this lane's MI float4 of As and NI float4 of Bs (sub-tiles 16 rows and 32 columns apart), then kRows x kCols FMAs into acc, row by row with every other row backwards
+    // HINT: lane_m = lane / 8 and lane_n = lane % 8; row block mi starts at wm0 + mi * 16 + lane_m * 4, column block ni at wn0 + ni * 32 + lane_n * 4; FMA order: j = i % 2 == 0 ? jj : kCols - 1 - jj.
     const int lane_m = lane / 8, lane_n = lane % 8;
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
@@ -224,10 +255,16 @@ struct WarpTile {
         b[ni * 4 + 2] = v.z;
         b[ni * 4 + 3] = v.w;
       }
+      // Row by row, every other row backwards: each FMA then reads one register that the
+      // FMA before it read in the same place (a[i] along a row, b[j] where two rows meet),
+      // which the SM's operand reuse cache hands over without a register-file read.
 #pragma unroll
       for (int i = 0; i < kRows; ++i)
 #pragma unroll
-        for (int j = 0; j < kCols; ++j) acc[i][j] += a[i] * b[j];
+        for (int jj = 0; jj < kCols; ++jj) {
+          const int j = i % 2 == 0 ? jj : kCols - 1 - jj;
+          acc[i][j] += a[i] * b[j];
+        }
     }
     // END Task 7.2
   }

@@ -319,16 +319,17 @@ inline void expect_bf16_inputs_right(int kernel) {
   expect_products_right(what, Precision::BF16, large_cases(), run, /*every_layout=*/false);
 }
 
-/// Split-K in one launch (gemm_k_slices): every partial product is written (they start as
-/// NaN), nothing past the last one, and partial z is the product over slice z of K alone.
-inline void expect_k_slices_right(int kernel) {
-  register_fast_gemm_kernels();
-  const Precision precision = gemm_precision(kernel);
+/// Split-K in one launch: `run(c, k_slice, A, B, P)` writes the partial products of c over
+/// slices of k_slice into P. Every partial product must be written (they start as NaN),
+/// nothing past the last one, and partial z must be the product over slice z of K alone.
+template <typename Run>
+void expect_slices_right(const std::string& what, Precision precision, const std::vector<Case>& cases,
+                         const std::vector<int>& k_slices, Run&& run) {
   constexpr float kSentinel = 12345.f;
-  for (Case c : {Case{16, 9, 5000}, Case{65, 63, 1000}, Case{7, 130, 33}, Case{32, 144, 2048}}) {
+  for (Case c : cases) {
     for (int t = 0; t < 4; ++t) {
       c.trans_a = t & 1, c.trans_b = t & 2;
-      for (const int k_slice : {1, 7, 16, 100, 256, 5000}) {
+      for (const int k_slice : k_slices) {
         const int slices = (c.K + k_slice - 1) / k_slice;
         const std::size_t mn = static_cast<std::size_t>(c.M) * c.N;
         const std::vector<float> a = random_floats(static_cast<std::size_t>(c.M) * c.K, 5 + t);
@@ -337,25 +338,36 @@ inline void expect_k_slices_right(int kernel) {
         init.resize(mn * slices + 64, kSentinel);
         DeviceBuffer<float> A, B, P;
         A.upload(a), B.upload(b), P.upload(init);
-        gemm_k_slices(kernel, c.trans_a, c.trans_b, c.M, c.N, c.K, k_slice, A.get(), B.get(), P.get());
+        run(c, k_slice, A.get(), B.get(), P.get());
         CUDA_CHECK(cudaDeviceSynchronize());
         const std::vector<float> parts = P.download();
         for (std::size_t g = mn * slices; g < parts.size(); ++g)
-          ASSERT_EQ(parts[g], kSentinel) << "kernel " << kernel << ", " << c.str() << ": wrote past the last partial";
+          ASSERT_EQ(parts[g], kSentinel) << what << ", " << c.str() << ": wrote past the last partial";
         const std::vector<float> ar = rounded(a, precision), br = rounded(b, precision);
         for (int z : {0, slices / 2, slices - 1}) {
           const int k0 = z * k_slice, k1 = std::min(c.K, k0 + k_slice);
           const Product ref = cpu_product(c, ar, br, {}, k0, k1);
           const std::vector<float> got(parts.begin() + static_cast<long>(z * mn), parts.begin() + static_cast<long>((z + 1) * mn));
           const ::testing::AssertionResult ok =
-              within_bounds("kernel " + std::to_string(kernel) + ", split-K slice " + std::to_string(z) + " of " +
-                                std::to_string(slices) + " (slices of " + std::to_string(k_slice) + ")",
+              within_bounds(what + ", split-K slice " + std::to_string(z) + " of " + std::to_string(slices) +
+                                " (slices of " + std::to_string(k_slice) + ")",
                             c, k1 - k0, got, ref, {}, precision, nullptr);
           ASSERT_TRUE(ok) << ok.message();
         }
       }
     }
   }
+}
+
+/// Split-K through gemm_k_slices() for kernel `kernel`, at sizes and slices that leave partial
+/// tiles and slices of every kind.
+inline void expect_k_slices_right(int kernel) {
+  register_fast_gemm_kernels();
+  expect_slices_right("kernel " + std::to_string(kernel), gemm_precision(kernel),
+                      {Case{16, 9, 5000}, Case{65, 63, 1000}, Case{7, 130, 33}, Case{32, 144, 2048}},
+                      {1, 7, 16, 100, 256, 5000}, [&](const Case& c, int k_slice, const float* A, const float* B, float* P) {
+                        gemm_k_slices(kernel, c.trans_a, c.trans_b, c.M, c.N, c.K, k_slice, A, B, P);
+                      });
 }
 
 }  // namespace course::s07test

@@ -120,3 +120,27 @@ TEST(Task7_4_Autotune, Kernel10EveryShapeClassAndLayout) {
   expect_kernel_right(kGemmAutotuned, large_cases(), /*every_layout=*/false);
   expect_k_slices_right(kGemmAutotuned);
 }
+
+// Each candidate's launcher runs an instance whose copies check nothing where every tile of
+// the product is full (full_tiles(), tested in full_tiles_test.cpp), and the checked instance
+// elsewhere. Both are run here: products of full tiles only, and neighbours that miss by
+// four in M, N or K (one partial tile), in every layout and with split-K slices of either kind.
+TEST(Task7_4_Autotune, FullTileInstancesAndTheirNeighbours) {
+  SKIP_WITHOUT_GPU();
+  for (const GemmCandidate& candidate : async_copy_candidates()) {
+    const TileSizes& t = candidate.sizes;
+    const std::string what = "kernel 10's launcher at " + t.str();
+    const int m = 2 * t.bm, n = 2 * t.bn, k = 4 * t.bk;
+    expect_products_right(what, Precision::FP32, {Case{m, n, k}, Case{m - 4, n, k}, Case{m, n + 4, k}, Case{m, n, k + 4}},
+                          [&](const Case& c, const float* A, const float* B, float* C) {
+                            const GemmProblem p{c.trans_a, c.trans_b, c.M, c.N, c.K, c.alpha, c.beta, A, B, C};
+                            candidate.launch(p, 0);
+                          });
+    expect_slices_right(what, Precision::FP32, {Case{t.bm, t.bn, 8 * t.bk}}, {2 * t.bk, 2 * t.bk + 4},
+                        [&](const Case& c, int k_slice, const float* A, const float* B, float* P) {
+                          GemmProblem p{c.trans_a, c.trans_b, c.M, c.N, c.K, 1.f, 0.f, A, B, P};
+                          p.k_slice = k_slice;
+                          candidate.launch(p, 0);
+                        });
+  }
+}

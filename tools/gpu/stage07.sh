@@ -89,10 +89,11 @@ if [ "$MODE" = sanitize ]; then
   step "memcheck (s07 kernels)" 200 "$sanitizer" --tool memcheck --error-exitcode 99 --print-limit 20 \
     "$BIN/s07_tests_solution" --gtest_brief=1 --gtest_filter="$kernels"
   # racecheck checks every shared-memory access: the tests' 17 shape classes x 8 layouts take more than
-  # 200 s under it, so it runs the sweep at one full-tile and one partial-tile size in every layout, every
-  # kernel (and each of kernel 10's candidates, which it tunes) once.
+  # 200 s under it, so it runs the sweep in every layout at 64 and 128 (every tile full: kernel 10's
+  # full-tile instances) and 200 (partial tiles), every kernel (and each of kernel 10's candidates,
+  # which it tunes) once.
   step "racecheck (s07 kernels)" 200 "$sanitizer" --tool racecheck --error-exitcode 99 --print-limit 20 \
-    "$BIN/s07_matmul_sweep" --sizes 64,200 --layouts NN,NT,TN,TT --min-runs 1 --min-ms 0
+    "$BIN/s07_matmul_sweep" --sizes 64,128,200 --layouts NN,NT,TN,TT --min-runs 1 --min-ms 0
   step "synccheck (s07 kernels)" 120 "$sanitizer" --tool synccheck --error-exitcode 99 --print-limit 20 \
     "$BIN/s07_tests_solution" --gtest_brief=1 --gtest_filter='Task7_*EveryShapeClass*:Stage07_TmaTf32.EveryShapeClass*'
   profile k10 matmul_async_copy 10 full
