@@ -130,7 +130,7 @@ void FusedEngine::allocate() {
   batch_labels_.resize(batch);
   epoch_.allocate();
   for (DeviceSums* sums : {&sums_, &eval_sums_, &scratch_sums_}) sums->allocate();
-  sums_.loss_slots(stream(), kLossCheckLag + 1).copied_by_the_step();  // the update writes them (SgdArgs)
+  sums_.loss_slots(stream(), kLossCheckLag + 1).copied_by_the_step();  // the update writes them (LossCheckCopy)
   buffers_.resize(layers_.size());
   // The partial sums' sizes come from the planners at the full batch. Planned here before
   // those buffers exist, with a real device address in their place: nothing is launched.
@@ -246,21 +246,19 @@ void FusedEngine::add_dense_chain(StepPlan& plan, int B) {
     b_offsets[i] = static_cast<long long>(l.bias);
   }
   const int L = static_cast<int>(chain.size());
-  FusedPhase forward = phase_of(PhaseKind::DenseChain);  // the data pointers are set by prepare()
-  forward.dense_chain = plan_dense_chain(B, chain.data(), L, loss_of(cfg_.loss), nullptr, nullptr, nullptr,
-                                         epoch_.step(), cfg_.batch, batch_.get(), sums_.loss_sum.get(),
-                                         sums_.correct.get(), target_blocks_ / 2);
+  plan.chain = plan_dense_chain(B, chain.data(), L, loss_of(cfg_.loss), nullptr, nullptr, nullptr, epoch_.step(),
+                                cfg_.batch, batch_.get(), sums_.loss_sum.get(), sums_.correct.get(),
+                                target_blocks_ / 2);  // the data pointers are set by prepare()
+  FusedPhase forward = phase_of(PhaseKind::DenseChain);
+  forward.dense_chain = &plan.chain;
   plan.phases.push_back(forward);
   plan.rows.push_back(chain_row_);
   plan.passes.push_back(Pass::Forward);
+  plan.chain_update = plan_dense_chain_update(B, chain.data(), L, batch_.get(), w_offsets.data(), b_offsets.data(),
+                                              params_.get(), velocity_.get(), hyper_.get(), epoch_.step());
+  plan.chain_update.loss = loss_check_copy();
   FusedPhase update = phase_of(PhaseKind::DenseChainUpdate);
-  update.dense_chain_update = plan_dense_chain_update(B, chain.data(), L, batch_.get(), w_offsets.data(),
-                                                      b_offsets.data(), params_.get(), velocity_.get(), hyper_.get(),
-                                                      epoch_.step());
-  DeviceLossSlots& slots = sums_.loss_slots(stream(), kLossCheckLag + 1);
-  update.dense_chain_update.loss_sum = sums_.loss_sum.get();
-  update.dense_chain_update.loss_slots = slots.device_slots();
-  update.dense_chain_update.loss_slot_count = slots.count();
+  update.dense_chain_update = &plan.chain_update;
   plan.phases.push_back(update);
   plan.rows.push_back(chain_update_row_);
   plan.passes.push_back(Pass::Backward);
@@ -334,10 +332,7 @@ FusedEngine::StepPlan& FusedEngine::plan_for(int B) {
   FusedPhase sgd = phase_of(PhaseKind::Sgd);
   sgd.sgd = plan_sgd_multi_tensor(params_.get(), velocity_.get(), plan->tensors.get(), static_cast<int>(tensors.size()),
                                   static_cast<long long>(params_.size()), hyper_.get(), epoch_.step());
-  DeviceLossSlots& slots = sums_.loss_slots(stream(), kLossCheckLag + 1);
-  sgd.sgd.loss_sum = sums_.loss_sum.get();
-  sgd.sgd.loss_slots = slots.device_slots();
-  sgd.sgd.loss_slot_count = slots.count();
+  sgd.sgd.loss = loss_check_copy();
   plan->phases.push_back(sgd);
   plan->rows.push_back(sgd_row_);
   plan->passes.push_back(Pass::Backward);
@@ -361,9 +356,9 @@ FusedEngine::DataKey FusedEngine::data_key() const {
 void FusedEngine::prepare(StepPlan& plan) {
   FusedPhase& first = plan.phases.front();
   if (first.kind == PhaseKind::DenseChain) {
-    first.dense_chain.images = epoch_.data().images.get();
-    first.dense_chain.labels = epoch_.data().labels.get();
-    first.dense_chain.order = epoch_.order();
+    plan.chain.images = epoch_.data().images.get();
+    plan.chain.labels = epoch_.data().labels.get();
+    plan.chain.order = epoch_.order();
     return;
   }
   GatherArgs& g = first.gather;
@@ -378,7 +373,14 @@ void FusedEngine::prepare(StepPlan& plan) {
   }
 }
 
+LossCheckCopy FusedEngine::loss_check_copy() {
+  DeviceLossSlots& slots = sums_.loss_slots(stream(), kLossCheckLag + 1);
+  return {sums_.loss_sum.get(), slots.device_slots(), slots.count()};
+}
+
 void FusedEngine::run_uncaptured(const StepPlan& plan, bool update) {
+  DenseChainArgs warm_chain;  // the warm-up pass's copies of the chain's arguments
+  DenseChainUpdateArgs warm_update;
   for (std::size_t k = 0; k < plan.phases.size(); ++k) {
     FusedPhase p = plan.phases[k];
     if (!update) {
@@ -392,17 +394,21 @@ void FusedEngine::run_uncaptured(const StepPlan& plan, bool update) {
         p.sgd.total = 0;
         p.sgd.step = nullptr;
         p.sgd.blocks = 1;
-        p.sgd.loss_slots = nullptr;
+        p.sgd.loss.slots = nullptr;
       }
       if (p.kind == PhaseKind::DenseChain) {
-        p.dense_chain.loss_sum = scratch_sums_.loss_sum.get();
-        p.dense_chain.correct = scratch_sums_.correct.get();
+        warm_chain = *p.dense_chain;
+        warm_chain.loss_sum = scratch_sums_.loss_sum.get();
+        warm_chain.correct = scratch_sums_.correct.get();
+        p.dense_chain = &warm_chain;
       }
       if (p.kind == PhaseKind::DenseChainUpdate) {
-        p.dense_chain_update.L = 0;  // no tile: parameters and velocities untouched
-        p.dense_chain_update.step = nullptr;
-        p.dense_chain_update.blocks = 1;
-        p.dense_chain_update.loss_slots = nullptr;
+        warm_update = *p.dense_chain_update;
+        warm_update.L = 0;  // no tile: parameters and velocities untouched
+        warm_update.step = nullptr;
+        warm_update.blocks = 1;
+        warm_update.loss.slots = nullptr;
+        p.dense_chain_update = &warm_update;
       }
     }
     profiler_.time(plan.rows[k], plan.passes[k], recording_, stream(),

@@ -165,6 +165,8 @@ class FusedEngine : public Engine {
     DeviceBuffer<SgdTensor> tensors;          ///< the update's table
     long long partial_floats = 0;             ///< partial sums the update reads
     DeviceBuffer<FusedPhase> device_phases;   ///< the phases as the persistent kernel reads them
+    DenseChainArgs chain{};                   ///< the dense chain's arguments, when the plan is the chain
+    DenseChainUpdateArgs chain_update{};      ///< (its two phases point here)
     DataKey uploaded;                         ///< the data the device copy points into
     int grid = 0, smem_bytes = 0;             ///< the persistent launch
   };
@@ -174,6 +176,8 @@ class FusedEngine : public Engine {
   using Pass = GpuProfiler::Pass;
 
   static EngineConfig checked(const EngineConfig& cfg);
+  /// Where the step's last kernel copies the running loss for the loss check.
+  LossCheckCopy loss_check_copy();
   void allocate();
   /// The input of layer i when the batch is at x.
   const float* input_of(std::size_t i, const float* x) const;

@@ -66,7 +66,11 @@ std::string describe(const ConvBlockShape& s) {
   return text + " on " + std::to_string(s.C) + "x" + std::to_string(s.H) + "x" + std::to_string(s.W);
 }
 
-int phase_blocks(const FusedPhase& p) { return fused_phase_blocks(p); }
+int phase_blocks(const FusedPhase& p) {
+  if (p.kind == PhaseKind::DenseChain) return p.dense_chain->blocks;
+  if (p.kind == PhaseKind::DenseChainUpdate) return p.dense_chain_update->blocks;
+  return fused_phase_blocks(p);
+}
 
 int phase_smem_bytes(const FusedPhase& p) {
   switch (p.kind) {
@@ -75,8 +79,8 @@ int phase_smem_bytes(const FusedPhase& p) {
     case PhaseKind::DenseForward: return p.dense_forward.smem_bytes;
     case PhaseKind::DenseBackward: return p.dense_backward.smem_bytes;
     case PhaseKind::Head: return p.head.smem_bytes;
-    case PhaseKind::DenseChain: return p.dense_chain.smem_bytes;
-    case PhaseKind::DenseChainUpdate: return p.dense_chain_update.smem_bytes;
+    case PhaseKind::DenseChain: return p.dense_chain->smem_bytes;
+    case PhaseKind::DenseChainUpdate: return p.dense_chain_update->smem_bytes;
     case PhaseKind::Gather:
     case PhaseKind::Sgd: break;
   }
@@ -97,8 +101,8 @@ void launch_phase(const FusedPhase& p, cudaStream_t stream, bool early) {
     case PhaseKind::DenseBackward: dense_backward_gpu(p.dense_backward, stream, early); break;
     case PhaseKind::Head: softmax_head_gpu(p.head, stream, early); break;
     case PhaseKind::Sgd: sgd_multi_tensor_gpu(p.sgd, stream, early); break;
-    case PhaseKind::DenseChain: dense_chain_gpu(p.dense_chain, stream, early); break;
-    case PhaseKind::DenseChainUpdate: dense_chain_update_gpu(p.dense_chain_update, stream, early); break;
+    case PhaseKind::DenseChain: dense_chain_gpu(*p.dense_chain, stream, early); break;
+    case PhaseKind::DenseChainUpdate: dense_chain_update_gpu(*p.dense_chain_update, stream, early); break;
   }
 }
 

@@ -327,16 +327,24 @@ struct SgdTensor {
   int slices;
 };
 
+/// The copy a step's last kernel makes for the loss check (common/loss_check.hpp, stage 04's
+/// DeviceLossSlots): the running loss sum after the step into slots[*step % count], by the
+/// thread that then advances the step counter (sgd_multi_tensor.cuh).
+struct LossCheckCopy {  // no member initialisers: it sits in FusedPhase's union (value-initialise it)
+  const double* sum;  ///< the running loss sum the head adds to
+  double* slots;      ///< pinned host memory mapped into the device, or null: no copy
+  int count;
+};
+
 /// Every parameter updated at once:
 ///
 ///     g = sum over s of partials[s][j]  (s = 0, 1, ...)      v = momentum * v + g      w = w - lr * v
 ///
 /// with lr = hyper[0] and momentum = hyper[1] read from device memory when the
 /// kernel runs (a captured step replays them as they are then), and *step += 1
-/// when step is not null: the last thing a training step does. When loss_slots is
-/// not null, the same kernel first copies the running loss sum into
-/// loss_slots[*step % loss_slot_count] (the loss check's slots, stage 04's
-/// DeviceLossSlots), so that the check needs no kernel of its own.
+/// when step is not null: the last thing a training step does. When loss.slots is
+/// not null, the same kernel first makes the loss check's copy (LossCheckCopy), so
+/// that the check needs no kernel of its own.
 struct SgdArgs {
   float* params;
   float* velocity;
@@ -346,9 +354,7 @@ struct SgdArgs {
   const float* hyper;  ///< {lr, momentum}
   int* step;           ///< the step counter of the epoch, or null
   int blocks;
-  const double* loss_sum;  ///< the running loss sum the head adds to (with loss_slots)
-  double* loss_slots;      ///< pinned host memory mapped into the device, or null (plan_sgd_multi_tensor)
-  int loss_slot_count;
+  LossCheckCopy loss;  ///< none from plan_sgd_multi_tensor: the engine sets it
 };
 
 /// The update's blocks (Task 8.7). `tensors` is a device array of tensor_count entries.
@@ -450,9 +456,7 @@ struct DenseChainUpdateArgs {
   float* velocity;
   const float* hyper;  ///< {lr, momentum}, read when the kernel runs
   int* step;           ///< or null
-  const double* loss_sum;
-  double* loss_slots;  ///< or null
-  int loss_slot_count;
+  LossCheckCopy loss;  ///< set by the engine
   int blocks;
   int smem_bytes;
 };
@@ -496,8 +500,11 @@ struct FusedPhase {
     DenseBackwardArgs dense_backward;
     HeadArgs head;
     SgdArgs sgd;
-    DenseChainArgs dense_chain;          ///< never a phase of the persistent kernel
-    DenseChainUpdateArgs dense_chain_update;
+    // The dense chain's two kernels are never phases of the persistent kernel, and their
+    // arguments (about 500 bytes) would make every phase of its table that large: they
+    // stay on the host, owned by the engine's plan, and launch_phase() reads them there.
+    const DenseChainArgs* dense_chain;
+    const DenseChainUpdateArgs* dense_chain_update;
   };
 };
 

@@ -28,10 +28,14 @@ namespace course {
 /// (common/loss_check.hpp), by the thread that then advances the step counter. The update is
 /// the step's last kernel, so the head's additions to the sum are done; a kernel of one thread
 /// after each step did this before, 1.8 us of a stage 08 step and a gap before the next.
-__device__ inline void copy_running_loss_to_slot(const SgdArgs& a, int block) {
-  if (a.loss_slots == nullptr || a.step == nullptr || block != 0 || threadIdx.x != 0) return;
-  a.loss_slots[*a.step % a.loss_slot_count] = *a.loss_sum;
+/// The same by one thread of any step-ending kernel (the dense chain's update too).
+__device__ inline void copy_running_loss_to_slot(const LossCheckCopy& c, const int* step) {
+  if (c.slots == nullptr || step == nullptr) return;
+  c.slots[*step % c.count] = *c.sum;
   __threadfence_system();  // the host sees the value once it sees the step finished
+}
+__device__ inline void copy_running_loss_to_slot(const SgdArgs& a, int block) {
+  if (block == 0 && threadIdx.x == 0) copy_running_loss_to_slot(a.loss, a.step);
 }
 
 /// Parameters [block blockDim.x, (block + 1) blockDim.x) of the flat buffer, one per thread.

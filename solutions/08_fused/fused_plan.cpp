@@ -188,7 +188,7 @@ KernelTraffic phase_traffic(const FusedPhase& p) {
       break;
     }
     case PhaseKind::DenseChain: {
-      const DenseChainArgs& a = p.dense_chain;
+      const DenseChainArgs& a = *p.dense_chain;
       const long long B = a.B;
       t.kernel = "dense chain (clusters)";
       // the images and labels of the batch, every W and b (once per cluster: they come from the L2 cache)
@@ -202,7 +202,7 @@ KernelTraffic phase_traffic(const FusedPhase& p) {
       break;
     }
     case PhaseKind::DenseChainUpdate: {
-      const DenseChainUpdateArgs& a = p.dense_chain_update;
+      const DenseChainUpdateArgs& a = *p.dense_chain_update;
       const long long B = a.B;
       t.kernel = "dense chain update";
       for (int l = 0; l < a.L; ++l) {
