@@ -25,10 +25,10 @@
 namespace course {
 
 /// Not Task 8.7, glue: the running loss sum after this step into its slot of the loss check
-/// (common/loss_check.hpp), by the thread that then advances the step counter. The update is
-/// the step's last kernel, so the head's additions to the sum are done; a kernel of one thread
-/// after each step did this before, 1.8 us of a stage 08 step and a gap before the next.
-/// The same by one thread of any step-ending kernel (the dense chain's update too).
+/// (common/loss_check.hpp), by the one thread of a step-ending kernel (this update, or the
+/// dense chain's) that then advances the step counter. The update is the step's last kernel,
+/// so the head's additions to the sum are done; a kernel of one thread after each step did
+/// this before, 1.8 us of a stage 08 step and a gap before the next.
 __device__ inline void copy_running_loss_to_slot(const LossCheckCopy& c, const int* step) {
   if (c.slots == nullptr || step == nullptr) return;
   c.slots[*step % c.count] = *c.sum;
