@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "common/mismatch.hpp"
 #include "common/rng.hpp"
 #include "common/tensor.hpp"
 
@@ -132,6 +133,7 @@ GradCheckResult check_gradient(const std::string& tensor_name, double* param, co
   r.total = TensorT<double>::count(shape);
   r.worst_rel_error = -1;
   std::vector<std::pair<double, double>> wrong;  // (analytic, numeric) of every entry over the tolerance
+  std::vector<ExpectedEntry> numerics;            // every checked entry: what the analytic one should be
   constexpr std::size_t kShown = 4;              // wrong entries named in the message
   for (std::size_t i : sample_indices(r.total, options.max_samples, options.seed)) {
     const double saved = param[i];
@@ -143,6 +145,7 @@ GradCheckResult check_gradient(const std::string& tensor_name, double* param, co
     const double numeric = (plus - minus) / (2 * options.eps);
     const double err = relative_error(analytic[i], numeric, options.tiny);
     ++r.checked;
+    numerics.push_back({i, numeric});
     if (!(err <= options.tolerance)) {
       if (r.failing < kShown) r.failing_where += (r.failing ? ", " : "") + index_to_string(i, shape);
       ++r.failing;
@@ -159,6 +162,13 @@ GradCheckResult check_gradient(const std::string& tensor_name, double* param, co
   r.worst_where = index_to_string(r.worst_index, shape);
   if (r.failing > kShown) r.failing_where += " and " + std::to_string(r.failing - kShown) + " more";
   r.pattern = failure_pattern(wrong);
+  if (r.pattern.empty() && r.failing > 0) {  // a slip of layout or index: a transpose, a shift by one, a region
+    const std::vector<double> all(analytic, analytic + r.total);
+    const double tol = options.tolerance, tiny = options.tiny;
+    r.pattern = diagnose_mismatch(TensorShape(shape), all, numerics,
+                                  [tol, tiny](double a, double n) { return relative_error(a, n, tiny) <= tol; },
+                                  MismatchWords{"analytic", "numeric"});
+  }
   r.passed = r.checked > 0 && r.worst_rel_error <= options.tolerance;
   return r;
 }
