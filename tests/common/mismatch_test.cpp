@@ -69,6 +69,16 @@ TEST(Mismatch, AConstantAndATermOfOneAxis) {
   EXPECT_TRUE(has(message(bias, ref), "depends on o alone")) << message(bias, ref);
 }
 
+TEST(Mismatch, ATermReadWithTheWrongIndex) {
+  const auto ref = reference();
+  auto got = ref;
+  const double b[5] = {0.3, -0.7, 1.1, 0.2, -0.4};
+  for (int n = 0; n < 4; ++n)
+    for (int o = 0; o < 5; ++o) got[n * 5 + o] += b[n] - b[o];  // y + b[n] where y + b[o] belongs
+  const std::string m = message(got, ref);
+  EXPECT_TRUE(has(m, "actual - expected = f(n) + g(o): a term indexed by n where one indexed by o belongs")) << m;
+}
+
 TEST(Mismatch, AnIndexOffByOne) {
   const auto ref = reference();
   std::vector<double> got(ref.size(), 0.0);
