@@ -69,6 +69,7 @@ std::string rounding_slip(float x, float got, int bits, bool ties_away) {
 // The value, its bits and the input's position in the list, for a message.
 std::string describe_float(float v) {
   std::ostringstream o;
+  o.precision(9);
   o << v << " (0x" << std::hex << to_bits(v) << ")";
   return o.str();
 }
