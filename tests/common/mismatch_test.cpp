@@ -130,6 +130,30 @@ TEST(Mismatch, AKnownSlipOfTheTest) {
   EXPECT_TRUE(has(r.message(), "diagnosis: actual is what reading the weights transposed gives")) << r.message();
 }
 
+// describe_mismatch(): a helper's own rule (a bound per entry, shown), and a tensor every entry of
+// which passes but which fails as a whole (a note about it, and the entry nearest its bound).
+TEST(Mismatch, AHelpersOwnRuleAndANoteAboutTheWholeTensor) {
+  const auto ref = reference();
+  auto got = ref;
+  for (double& v : got) v = -v;
+  const testkit::EntryRule rule{[](std::size_t i, double) { return 1e-6 * static_cast<double>(i + 1); },
+                                [](double a, double e) { return std::fabs(a - e) <= 2e-5; },
+                                "an entry passes within 1e-6 (i + 1)", true};
+  const std::string m = testkit::describe_mismatch("C", {{"m", 4}, {"n", 5}}, got, ref, rule, {}, {"a note"});
+  EXPECT_TRUE(has(m, "C, shape [m=4, n=5]: wrong at 20 of 20 entries (an entry passes within 1e-6 (i + 1))")) << m;
+  EXPECT_TRUE(has(m, ", bound 1e-06)")) << m;
+  EXPECT_TRUE(has(m, "    a note\n    diagnosis: actual = -expected at every entry")) << m;
+  auto close = ref;
+  for (double& v : close) v *= 1 + 3e-10;
+  const std::string whole = testkit::describe_mismatch("w", {{"i", 20}}, close, ref, testkit::Tolerance{0, 1e-9}, {},
+                                                       {"||actual - expected|| / ||expected|| = 3e-10, limit 1e-10"});
+  EXPECT_TRUE(has(whole,
+                  "w, shape [i=20]: every entry passes (an entry passes within 0 + 1e-09 x |expected|), but "
+                  "the tensor as a whole does not:\n    ||actual - expected||"))
+      << whole;
+  EXPECT_TRUE(has(whole, "the entry nearest its bound at [")) << whole;
+}
+
 // The gradient checker asks the same questions of its sampled entries.
 TEST(Mismatch, TheGradientCheckerNamesATransposedGradient) {
   // L = sum_{o,i} c[o][i] p[o][i]^2 / 2 with p of shape [3, 4]: dL/dp[o][i] = c p.
