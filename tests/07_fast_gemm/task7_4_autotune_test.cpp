@@ -62,8 +62,8 @@ TEST(Task7_4_Autotune, NeverChoosesAWrongCandidateHoweverFast) {
     for (const std::string& why : r.rejected) rejected += "\n    " + why;
     EXPECT_GE(r.choice, 3) << c.str() << ": chose planted candidate " << r.choice
                            << " (0 writes zeros, 1 skips the last k, 2 fails to launch); rejected:" << rejected;
-    EXPECT_EQ(r.rejected.size(), 3u) << c.str() << ": the three planted candidates must be rejected; rejected:"
-                                     << rejected;
+    EXPECT_EQ(r.rejected.size(), 3u) << c.str()
+                                     << ": the three planted candidates must be rejected; rejected:" << rejected;
     for (int planted = 0; planted < 3; ++planted)
       EXPECT_TRUE(std::isnan(r.candidate_ms[static_cast<std::size_t>(planted)]))
           << c.str() << ": planted " << planted << " was timed (" << r.candidate_ms[static_cast<std::size_t>(planted)]

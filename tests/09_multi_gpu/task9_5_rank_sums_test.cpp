@@ -18,7 +18,7 @@ TEST(Task9_5_RankSums, OneRankGetsItsOwnNumbersBack) {
   DeviceBuffer<double> scratch;
   const std::vector<double> mine = {1234.5678901234, 59999, 60000, -0.125, 1e300};
   EXPECT_EQ(sum_over_ranks(mine, comm.get(), stream, scratch), mine) << "sum_over_ranks of one rank (left), its own "
-                                                                      << "values (right), to the bit";
+                                                                     << "values (right), to the bit";
   const EpochStats stats{4321.25, 55123, 60000};
   const EpochStats all = sum_stats_over_ranks(stats, comm.get(), stream, scratch);
   EXPECT_EQ(all.loss_sum, stats.loss_sum) << "the loss sum over one rank (left), the rank's own (right)";
