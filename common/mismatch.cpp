@@ -217,6 +217,48 @@ std::string term_along_one_axis(const Evidence& ev) {
   return "";
 }
 
+/// actual - expected = f(one axis) + g(another), both varying: a term indexed by the wrong axis (a bias
+/// b[n] added where b[o] belongs gives b[n] - b[o]). f and g are fitted as the means of the difference
+/// along each axis, which is exact for such a sum over a whole tensor.
+std::string term_along_two_axes(const Evidence& ev) {
+  const TensorShape& s = ev.shape;
+  if (s.rank() < 2) return "";
+  for (std::size_t p = 0; p < s.rank(); ++p)
+    for (std::size_t q = p + 1; q < s.rank(); ++q) {
+      if (s.sizes[p] < 2 || s.sizes[q] < 2) continue;
+      std::unordered_map<int, std::pair<double, int>> along_p, along_q;  // coordinate -> (sum of differences, count)
+      double total = 0;
+      for (const auto& e : ev.expected) {
+        const double d = ev.actual[e.index] - e.value;
+        if (!std::isfinite(d)) return "";
+        auto& a = along_p[s.coordinate(e.index, p)];
+        auto& b = along_q[s.coordinate(e.index, q)];
+        a.first += d, ++a.second, b.first += d, ++b.second, total += d;
+      }
+      const double mean = total / static_cast<double>(ev.expected.size());
+      auto term = [](const std::unordered_map<int, std::pair<double, int>>& m, int c) {
+        const auto& [sum, count] = m.at(c);
+        return sum / count;
+      };
+      auto varies = [&](const std::unordered_map<int, std::pair<double, int>>& m) {
+        for (const auto& [c, v] : m)
+          if (std::fabs(v.first / v.second - mean) > 1e-9 * (1 + std::fabs(mean))) return true;
+        return false;
+      };
+      if (along_p.size() < 2 || along_q.size() < 2 || !varies(along_p) || !varies(along_q)) continue;
+      if (ev.explains_all([&](const ExpectedEntry& e) {
+            return ev.actual[e.index] - (term(along_p, s.coordinate(e.index, p)) +
+                                         term(along_q, s.coordinate(e.index, q)) - mean);
+          })) {
+        const std::string a = s.axis_name(p), b = s.axis_name(q);
+        return ev.words.actual + " - " + ev.words.expected + " = f(" + a + ") + g(" + b +
+               "): a term indexed by " + a + " where one indexed by " + b + " belongs, or the other way round (a bias "
+               "read with the wrong index?)";
+      }
+    }
+  return "";
+}
+
 std::string never_written(const Evidence& ev) {
   if (ev.wrong_count < 2) return "";
   double v = NAN;
@@ -324,7 +366,7 @@ std::string diagnose_mismatch(const TensorShape& shape, const std::vector<double
   std::string what;
   if (expected.size() >= 3) {
     for (auto hypothesis : {never_written, transposed, flipped_sign, scaled, shifted_by_a_constant, off_by_one,
-                            term_along_one_axis, same_error_where_wrong}) {
+                            term_along_one_axis, term_along_two_axes, same_error_where_wrong}) {
       what = hypothesis(ev);
       if (!what.empty()) break;
     }

@@ -10,7 +10,8 @@
 ///  - a transpose: the values are right but laid out with two axes swapped
 ///    (dW written [IN, OUT] where it is [OUT, IN]);
 ///  - a sign flipped, or a constant factor (a mean not divided by its count);
-///  - a constant added or left out, or a term that depends on one axis only (a bias);
+///  - a constant added or left out, or a term that depends on one axis only (a bias), or the
+///    sum of a term of one axis and one of another (a bias read with the wrong index);
 ///  - a shift by one along an axis (an index off by one: the value of x+1 stored at x);
 ///  - entries never written (one value everywhere the tensor is wrong: a fill, 0, NaN);
 ///  - wrong only past an index, or only at the edges, along an axis (a loop bound,

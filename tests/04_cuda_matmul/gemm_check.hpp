@@ -78,17 +78,20 @@ inline void expect_matches_cublas(int kernel, const std::vector<GemmShape>& shap
         const std::vector<float> out = to_host(C), ref = to_host(R);
 
         for (int g = 0; g < kGuard; ++g) {
-          if (out[static_cast<std::size_t>(g)] != kSentinel ||
-              out[mn + kGuard + static_cast<std::size_t>(g)] != kSentinel) {
-            ADD_FAILURE() << what << ": wrote outside C (guard value "
-                          << (out[static_cast<std::size_t>(g)] != kSentinel ? g - kGuard : static_cast<int>(mn) + g)
-                          << " changed)";
+          const std::size_t before = static_cast<std::size_t>(kGuard - 1 - g), after = mn + kGuard + g;
+          if (out[before] != kSentinel || out[after] != kSentinel) {
+            const bool low = out[before] != kSentinel;
+            ADD_FAILURE() << what << ": wrote outside C [m=" << s.M << ", n=" << s.N << "]: the guard value "
+                          << (low ? "C[" + std::to_string(-1 - g) + "] (" + std::to_string(g + 1) + " before C[0])"
+                                  : "C[" + std::to_string(mn + g) + "] (" + std::to_string(g + 1) +
+                                        " past the last element)")
+                          << " holds " << out[low ? before : after] << ", expected it untouched at " << kSentinel;
             return;
           }
         }
         const std::vector<float> got(out.begin() + kGuard, out.begin() + kGuard + static_cast<long>(mn));
         const ::testing::AssertionResult ok =
-            close_enough(what, got, ref, {s.M, s.N}, sum_atol(s.K), kSumRtol, kSumRelNorm);
+            close_enough(what, got, ref, {{"m", s.M}, {"n", s.N}}, sum_atol(s.K), kSumRtol, kSumRelNorm);
         if (!ok) {
           ADD_FAILURE() << ok.message();
           return;

@@ -13,6 +13,7 @@
 #include "common/cuda_check.hpp"
 #include "common/gradcheck.hpp"
 #include "common/rng.hpp"
+#include "tensor_check.hpp"
 
 /// Skips the test, printing why, when no CUDA GPU can be used.
 #define SKIP_WITHOUT_GPU()                                     \
@@ -103,22 +104,38 @@ inline Comparison compare(const std::vector<float>& got, const std::vector<float
 }
 
 /// Passes when ||got - ref|| / ||ref|| <= max_rel_norm and every element is
-/// within atol + rtol * |ref|; otherwise names the tensor, the worst element
-/// and where it is.
+/// within atol + rtol * |ref|; otherwise says what tensor_matches() says
+/// (tests/support/tensor_check.hpp): the tensor and its shape, expected and actual
+/// at the first wrong elements and at the worst, the relative error in norm where
+/// that is what failed, and the slip that explains them (a transpose, a sign, a
+/// factor, a term, an index off by one, elements never written) where one does.
+/// Give the axes names where the caller knows them: {{"m", M}, {"n", N}}.
+inline ::testing::AssertionResult close_enough(const std::string& what, const std::vector<float>& got,
+                                               const std::vector<float>& ref, const TensorShape& shape, double atol,
+                                               double rtol, double max_rel_norm) {
+  const Comparison c = compare(got, ref, atol, rtol);
+  if (c.size_mismatch)
+    return ::testing::AssertionFailure() << what << ": " << got.size() << " values, expected " << ref.size()
+                                         << " (shape " << shape.str() << ")";
+  if (c.finite && c.worst_ratio <= 1.0 && c.rel_norm_error <= max_rel_norm) return ::testing::AssertionSuccess();
+  std::vector<std::string> notes;
+  if (!(c.rel_norm_error <= max_rel_norm)) {
+    std::ostringstream s;
+    s << "the whole tensor: ||actual - expected|| / ||expected|| = " << c.rel_norm_error << ", limit " << max_rel_norm;
+    if (c.finite && c.worst_ratio <= 1.0)
+      s << " (every element is within its own bound, yet together they are off: a rounding error larger than "
+           "FP32's at many elements, a lower precision or a worse summation order?)";
+    notes.push_back(s.str());
+  }
+  return ::testing::AssertionFailure() << testkit::describe_mismatch(what, shape, got, ref,
+                                                                     testkit::Tolerance{atol, rtol}, {}, notes);
+}
+
+/// The same with the axes unnamed: {s.M, s.N}.
 inline ::testing::AssertionResult close_enough(const std::string& what, const std::vector<float>& got,
                                                const std::vector<float>& ref, const std::vector<int>& shape,
                                                double atol, double rtol, double max_rel_norm) {
-  const Comparison c = compare(got, ref, atol, rtol);
-  if (c.size_mismatch)
-    return ::testing::AssertionFailure() << what << ": " << got.size() << " values, expected " << ref.size();
-  if (c.finite && c.worst_ratio <= 1.0 && c.rel_norm_error <= max_rel_norm) return ::testing::AssertionSuccess();
-  std::ostringstream s;
-  s << what << ": ||got - ref|| / ||ref|| = " << c.rel_norm_error << " (limit " << max_rel_norm << "); worst element "
-    << index_to_string(c.worst, shape) << " = " << c.got_value << ", expected " << c.ref_value << " (|diff| "
-    << std::fabs(c.got_value - c.ref_value) << ", limit atol " << atol << " + rtol " << rtol
-    << " * |ref| = " << atol + rtol * std::fabs(c.ref_value) << ")"
-    << (c.finite ? "" : "; the result holds NaN or Inf");
-  return ::testing::AssertionFailure() << s.str();
+  return close_enough(what, got, ref, TensorShape(shape), atol, rtol, max_rel_norm);
 }
 
 /// Tolerance of an FP32 sum of K products of values in [-1, 1], two summation orders

@@ -16,6 +16,7 @@
 #include "01_fc_softmax/train.hpp"
 #include "04_cuda_matmul/gpu_mlp_engine.hpp"
 #include "gpu_testkit.hpp"
+#include "tensor_check.hpp"
 
 using namespace course;
 using namespace course::gputest;
@@ -66,8 +67,9 @@ void expect_same_parameters(GpuMlpEngine& gpu, Network<float>& cpu, double max_a
   const auto want = cpu.params();
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t i = 0; i < got.size(); ++i)
-    EXPECT_TRUE(close_enough(got[i].name + " after training", got[i].tensor.data, want[i]->value.data,
-                             got[i].tensor.shape, max_abs, 0.0, max_rel_norm));
+    EXPECT_TRUE(close_enough(got[i].name + " after training (expected: stage 01's)", got[i].tensor.data,
+                             want[i]->value.data, testkit::parameter_shape(got[i].tensor.shape), max_abs, 0.0,
+                             max_rel_norm));
 }
 
 // One epoch of `steps` batches on both sides; the last batch is 5 examples short.
@@ -83,9 +85,12 @@ void train_both_and_compare(const std::string& spec, const std::string& loss, in
   Network<float> cpu = cpu_network(cfg, weights);
   const EpochStats c = train_epoch(cpu, data, cfg, 0, {});
 
-  EXPECT_EQ(g.seen, c.seen);
-  EXPECT_NEAR(g.loss_sum, c.loss_sum, 1e-4 * std::fabs(c.loss_sum)) << "summed loss of the epoch";
-  EXPECT_LE(std::labs(g.correct - c.correct), 1) << "correct predictions during the epoch";
+  EXPECT_EQ(g.seen, c.seen) << "examples seen in the epoch: GPU (left) against stage 01 (right)";
+  EXPECT_NEAR(g.loss_sum, c.loss_sum, 1e-4 * std::fabs(c.loss_sum))
+      << "summed loss of the epoch: GPU (first) against stage 01 (second)";
+  EXPECT_LE(std::labs(g.correct - c.correct), 1)
+      << "correct predictions during the epoch: the GPU counted " << g.correct << ", stage 01 " << c.correct
+      << " (one may differ, a near-tie)";
   expect_same_parameters(gpu, cpu, max_abs, max_rel_norm);
 }
 
@@ -126,9 +131,10 @@ TEST(Task4_10_GpuTraining, EvaluateMatchesStage01) {
   Network<float> cpu = cpu_network(cfg, weights);
   std::vector<int> cpu_predictions;
   const EpochStats c = evaluate(cpu, test, cfg, &cpu_predictions);
-  ASSERT_EQ(g.seen, 77);
-  ASSERT_EQ(gpu_predictions.size(), 77u);
-  EXPECT_NEAR(g.loss_sum, c.loss_sum, 1e-4 * std::fabs(c.loss_sum));
+  ASSERT_EQ(g.seen, 77) << "examples the GPU evaluated";
+  ASSERT_EQ(gpu_predictions.size(), 77u) << "predictions the GPU returned";
+  EXPECT_NEAR(g.loss_sum, c.loss_sum, 1e-4 * std::fabs(c.loss_sum))
+      << "summed test loss: GPU (first) against stage 01 (second)";
   for (int i = 0; i < 77; ++i) {
     if (gpu_predictions[static_cast<std::size_t>(i)] == cpu_predictions[static_cast<std::size_t>(i)]) continue;
     const float* z = cpu.forward(test.image(i), 1);
@@ -140,7 +146,7 @@ TEST(Task4_10_GpuTraining, EvaluateMatchesStage01) {
   long correct = 0;
   for (int i = 0; i < 77; ++i)
     correct += gpu_predictions[static_cast<std::size_t>(i)] == test.labels[static_cast<std::size_t>(i)];
-  EXPECT_EQ(g.correct, correct) << "the correct count must agree with the predictions returned";
+  EXPECT_EQ(g.correct, correct) << "the correct count (left) must agree with the predictions returned (right)";
 }
 
 // The whole loop learns: as stage 01's Task 1.7 test, on the GPU.
@@ -155,11 +161,14 @@ TEST(Task4_10_GpuTraining, LossFallsAndAccuracyRises) {
   double first_loss = 0, last_loss = 0;
   for (int epoch = 0; epoch < 3; ++epoch) {
     const EpochStats s = gpu.train_epoch(train, epoch, {});
-    ASSERT_EQ(s.seen, train.size());
+    ASSERT_EQ(s.seen, train.size()) << "examples seen in epoch " << epoch;
     (epoch == 0 ? first_loss : last_loss) = s.loss_sum / s.seen;
   }
   const EpochStats after = gpu.evaluate(test, nullptr);
-  EXPECT_LT(last_loss, 0.5 * first_loss) << "training loss did not fall";
-  EXPECT_GT(double(after.correct) / after.seen, double(before.correct) / before.seen + 0.3);
-  EXPECT_GT(double(after.correct) / after.seen, 0.8);
+  EXPECT_LT(last_loss, 0.5 * first_loss) << "training loss did not fall: mean loss " << first_loss << " in epoch 1, "
+                                         << last_loss << " in epoch 3 (expected below half)";
+  EXPECT_GT(double(after.correct) / after.seen, double(before.correct) / before.seen + 0.3)
+      << "test accuracy " << double(before.correct) / before.seen << " before training, "
+      << double(after.correct) / after.seen << " after 3 epochs (expected 0.3 more)";
+  EXPECT_GT(double(after.correct) / after.seen, 0.8) << "test accuracy after 3 epochs";
 }

@@ -40,13 +40,15 @@ TEST(Task4_5_RegisterTiled, SlicesOfKAddUpToTheProduct) {
         gemm(kGemmCublas, ta, tb, s.M, s.N, s.K, 1.f, A.get(), B.get(), 0.f, R.get());
         const std::vector<float> parts = to_host(P), ref = to_host(R);
         for (std::size_t g = mn * slices; g < parts.size(); ++g)
-          ASSERT_EQ(parts[g], kSentinel) << what << ": wrote past the last partial";
+          ASSERT_EQ(parts[g], kSentinel) << what << ": wrote past the last partial [" << slices << " x " << s.M << " x "
+                                         << s.N << "], " << g - mn * slices + 1 << " floats past its end";
         std::vector<float> sum(mn, 0.f);
         for (int z = 0; z < slices; ++z)
           for (std::size_t i = 0; i < mn; ++i) sum[i] += parts[z * mn + i];
         const ::testing::AssertionResult ok =
-            close_enough(what, sum, ref, {s.M, s.N}, sum_atol(s.K), kSumRtol, kSumRelNorm);
-        ASSERT_TRUE(ok) << ok.message();
+            close_enough("the sum of the partials of " + what, sum, ref, {{"m", s.M}, {"n", s.N}}, sum_atol(s.K),
+                         kSumRtol, kSumRelNorm);
+        if (!ok) FAIL() << ok.message();
       }
     }
   }

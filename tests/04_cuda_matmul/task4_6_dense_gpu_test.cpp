@@ -52,11 +52,13 @@ void check_dense(int kernel, const DenseCase& c, bool with_dx) {
   dense_backward(c.x.data(), c.W.data(), c.dy.data(), dW_cpu.data(), db_cpu.data(), with_dx ? dx_cpu.data() : nullptr,
                  s.B, s.IN, s.OUT);
   const std::string tag = " (" + c.name() + ", gemm kernel " + std::to_string(kernel) + ")";
-  EXPECT_TRUE(close_enough("y" + tag, y_gpu, y_cpu, {s.B, s.OUT}, sum_atol(s.IN), kSumRtol, kSumRelNorm));
-  EXPECT_TRUE(close_enough("dW" + tag, dW_gpu, dW_cpu, {s.OUT, s.IN}, sum_atol(s.B), kSumRtol, kSumRelNorm));
-  EXPECT_TRUE(close_enough("db" + tag, db_gpu, db_cpu, {s.OUT}, sum_atol(s.B), kSumRtol, kSumRelNorm));
+  EXPECT_TRUE(close_enough("y" + tag, y_gpu, y_cpu, {{"n", s.B}, {"o", s.OUT}}, sum_atol(s.IN), kSumRtol, kSumRelNorm));
+  EXPECT_TRUE(
+      close_enough("dW" + tag, dW_gpu, dW_cpu, {{"o", s.OUT}, {"i", s.IN}}, sum_atol(s.B), kSumRtol, kSumRelNorm));
+  EXPECT_TRUE(close_enough("db" + tag, db_gpu, db_cpu, {{"o", s.OUT}}, sum_atol(s.B), kSumRtol, kSumRelNorm));
   if (with_dx) {
-    EXPECT_TRUE(close_enough("dx" + tag, dx_gpu, dx_cpu, {s.B, s.IN}, sum_atol(s.OUT), kSumRtol, kSumRelNorm));
+    EXPECT_TRUE(
+        close_enough("dx" + tag, dx_gpu, dx_cpu, {{"n", s.B}, {"i", s.IN}}, sum_atol(s.OUT), kSumRtol, kSumRelNorm));
   }
 }
 
@@ -72,7 +74,8 @@ TEST(Task4_6_DenseGpu, ForwardMatchesStage01) {
     const std::vector<float> got = to_host(y);
     std::vector<float> ref(got.size());
     dense_forward(c.x.data(), c.W.data(), c.b.data(), ref.data(), s.B, s.IN, s.OUT);
-    EXPECT_TRUE(close_enough("y (" + c.name() + ")", got, ref, {s.B, s.OUT}, sum_atol(s.IN), kSumRtol, kSumRelNorm));
+    EXPECT_TRUE(close_enough("y (" + c.name() + ")", got, ref, {{"n", s.B}, {"o", s.OUT}}, sum_atol(s.IN), kSumRtol,
+                             kSumRelNorm));
   }
 }
 

@@ -10,6 +10,7 @@
 #include "04_cuda_matmul/mlp_kernels.hpp"
 #include "course_test.hpp"
 #include "gpu_testkit.hpp"
+#include "tensor_check.hpp"
 
 using namespace course;
 using namespace course::gputest;
@@ -51,12 +52,15 @@ LossResult run_gpu(Loss which, const std::vector<float>& logits, const std::vect
 void expect_same_predictions(const LossResult& r, const std::vector<float>& logits, const std::vector<int>& labels,
                              int B, int K) {
   long correct = 0;
+  std::vector<int> want(static_cast<std::size_t>(B));
   for (int n = 0; n < B; ++n) {
-    const int p = argmax(logits.data() + static_cast<long>(n) * K, K);
-    EXPECT_EQ(r.predictions[static_cast<std::size_t>(n)], p) << "prediction of example " << n;
-    correct += p == labels[static_cast<std::size_t>(n)];
+    want[static_cast<std::size_t>(n)] = argmax(logits.data() + static_cast<long>(n) * K, K);
+    correct += want[static_cast<std::size_t>(n)] == labels[static_cast<std::size_t>(n)];
   }
-  EXPECT_EQ(static_cast<long>(r.correct), correct);
+  EXPECT_TRUE(testkit::tensor_matches("predictions (the first arg-max of each row of logits), B = " + std::to_string(B),
+                                      {{"n", B}}, r.predictions, want, testkit::Tolerance{0, 0}));
+  EXPECT_EQ(static_cast<long>(r.correct), correct)
+      << "correct count, B = " << B << ": the GPU counted " << r.correct << ", stage 01's argmax gives " << correct;
 }
 
 }  // namespace
@@ -73,7 +77,8 @@ TEST(Task4_8_LossGpu, SoftmaxCrossEntropyMatchesStage01) {
     const float mean = softmax_cross_entropy_forward(logits.data(), labels.data(), probs.data(), B, K);
     softmax_cross_entropy_backward(probs.data(), labels.data(), dz.data(), B, K);
     EXPECT_NEAR(r.loss_sum / B, mean, 1e-5 * std::fabs(mean) + 1e-6) << "mean loss, B = " << B;
-    EXPECT_TRUE(close_enough("dlogits, B = " + std::to_string(B), r.dlogits, dz, {B, K}, 1e-8, 1e-5, 1e-5));
+    EXPECT_TRUE(
+        close_enough("dlogits, B = " + std::to_string(B), r.dlogits, dz, {{"n", B}, {"k", K}}, 1e-8, 1e-5, 1e-5));
     expect_same_predictions(r, logits, labels, B, K);
   }
 }
@@ -85,11 +90,13 @@ TEST(Task4_8_LossGpu, SoftmaxCrossEntropyStableForHugeLogits) {
   const std::vector<int> labels = {1, 2};
   const LossResult r = run_gpu(Loss::CrossEntropy, logits, labels, 2, 3);
   ASSERT_TRUE(std::isfinite(r.loss_sum)) << "loss sum = " << r.loss_sum;
-  EXPECT_NEAR(r.loss_sum, 2000.0, 1e-2);  // example 0 pays 2000 nats, example 1 none
-  for (std::size_t i = 0; i < r.dlogits.size(); ++i) EXPECT_TRUE(std::isfinite(r.dlogits[i])) << "dlogits[" << i << "]";
-  EXPECT_NEAR(r.dlogits[0], 0.5f, 1e-6f);
-  EXPECT_NEAR(r.dlogits[1], -0.5f, 1e-6f);
-  EXPECT_EQ(r.correct, 1u);
+  EXPECT_NEAR(r.loss_sum, 2000.0, 1e-2) << "loss sum: example 0 pays 2000 nats, example 1 none";
+  for (std::size_t i = 0; i < r.dlogits.size(); ++i)
+    EXPECT_TRUE(std::isfinite(r.dlogits[i]))
+        << "dlogits[" << i / 3 << "][" << i % 3 << "] of shape [n=2, k=3] is " << r.dlogits[i];
+  EXPECT_NEAR(r.dlogits[0], 0.5f, 1e-6f) << "dlogits[0][0] of [n=2, k=3]: (p - y) / B with p = 1, y = 0, B = 2";
+  EXPECT_NEAR(r.dlogits[1], -0.5f, 1e-6f) << "dlogits[0][1] of [n=2, k=3]: (p - y) / B with p = 0, y = 1, B = 2";
+  EXPECT_EQ(r.correct, 1u) << "correct count: example 1 is right, example 0 wrong";
 }
 
 // Evaluation passes no gradient buffer: the sums and predictions must not change.
@@ -100,9 +107,11 @@ TEST(Task4_8_LossGpu, NullGradientForEvaluation) {
   const std::vector<int> labels = testkit::random_labels(B, K, 84);
   const LossResult with = run_gpu(Loss::CrossEntropy, logits, labels, B, K, true);
   const LossResult without = run_gpu(Loss::CrossEntropy, logits, labels, B, K, false);
-  EXPECT_NEAR(without.loss_sum, with.loss_sum, 1e-6 * std::fabs(with.loss_sum));
-  EXPECT_EQ(without.correct, with.correct);
-  EXPECT_EQ(without.predictions, with.predictions);
+  EXPECT_NEAR(without.loss_sum, with.loss_sum, 1e-6 * std::fabs(with.loss_sum))
+      << "loss sum without a gradient buffer against the loss sum with one";
+  EXPECT_EQ(without.correct, with.correct) << "correct count without a gradient buffer against with one";
+  EXPECT_TRUE(testkit::tensor_matches("predictions without a gradient buffer (expected: those with one)", {{"n", B}},
+                                      without.predictions, with.predictions, testkit::Tolerance{0, 0}));
 }
 
 TEST(Task4_8_LossGpu, MeanSquaredErrorMatchesStage01) {
@@ -116,7 +125,8 @@ TEST(Task4_8_LossGpu, MeanSquaredErrorMatchesStage01) {
     std::vector<float> dz(outputs.size());
     const float mean = mse_forward_backward(outputs.data(), labels.data(), dz.data(), B, K);
     EXPECT_NEAR(r.loss_sum / B, mean, 1e-5 * std::fabs(mean) + 1e-7) << "mean loss, B = " << B;
-    EXPECT_TRUE(close_enough("dlogits, B = " + std::to_string(B), r.dlogits, dz, {B, K}, 1e-8, 1e-5, 1e-5));
+    EXPECT_TRUE(
+        close_enough("dlogits, B = " + std::to_string(B), r.dlogits, dz, {{"n", B}, {"k", K}}, 1e-8, 1e-5, 1e-5));
     expect_same_predictions(r, outputs, labels, B, K);
   }
 }

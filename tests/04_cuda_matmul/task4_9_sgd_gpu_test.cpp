@@ -27,8 +27,8 @@ TEST(Task4_9_SgdGpu, MomentumStepsMatchStage01) {
     const std::vector<float> w_gpu = to_host(dw), v_gpu = to_host(dv);
     for (const auto& g : grads) sgd_update(w.data(), g.data(), v.data(), n, 0.1f, 0.9f);
     const std::string tag = " after 3 steps, n = " + std::to_string(n);
-    EXPECT_TRUE(close_enough("w" + tag, w_gpu, w, {static_cast<int>(n)}, 1e-6, 1e-6, 1e-6));
-    EXPECT_TRUE(close_enough("v" + tag, v_gpu, v, {static_cast<int>(n)}, 1e-6, 1e-6, 1e-6));
+    EXPECT_TRUE(close_enough("w" + tag, w_gpu, w, {{"i", static_cast<int>(n)}}, 1e-6, 1e-6, 1e-6));
+    EXPECT_TRUE(close_enough("v" + tag, v_gpu, v, {{"i", static_cast<int>(n)}}, 1e-6, 1e-6, 1e-6));
   }
 }
 
@@ -38,7 +38,8 @@ TEST(Task4_9_SgdGpu, PlainStepWithoutMomentum) {
   DeviceBuffer<float> dw = to_device(w), dg = to_device(g), dv = to_device(std::vector<float>(3, 0.f));
   sgd_update_gpu(dw.get(), dg.get(), dv.get(), 3, 0.25f, 0.f);
   const std::vector<float> got = to_host(dw);
-  EXPECT_FLOAT_EQ(got[0], 1.f - 0.125f);
-  EXPECT_FLOAT_EQ(got[1], -2.f + 0.25f);
-  EXPECT_FLOAT_EQ(got[2], 0.5f - 1.f);
+  // w - lr g, element by element (w [i=3] = {1, -2, 0.5}, g = {0.5, -1, 4}, lr 0.25).
+  EXPECT_FLOAT_EQ(got[0], 1.f - 0.125f) << "w[0] of [i=3] after one step: 1 - 0.25 x 0.5";
+  EXPECT_FLOAT_EQ(got[1], -2.f + 0.25f) << "w[1] of [i=3] after one step: -2 - 0.25 x (-1)";
+  EXPECT_FLOAT_EQ(got[2], 0.5f - 1.f) << "w[2] of [i=3] after one step: 0.5 - 0.25 x 4";
 }

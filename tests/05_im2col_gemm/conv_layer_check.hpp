@@ -29,10 +29,6 @@ struct ConvInputs {
         dy(random_floats(static_cast<std::size_t>(B) * g.out_size(), seed + 3)) {}
 };
 
-inline std::vector<int> output_shape(int B, const ConvGeometry& g) { return {B, g.C_out, g.out_h(), g.out_w()}; }
-inline std::vector<int> input_shape(int B, const ConvGeometry& g) { return {B, g.C_in, g.H, g.W}; }
-inline std::vector<int> weight_shape(const ConvGeometry& g) { return {g.C_out, g.C_in, g.K, g.K}; }
-
 /// Task 5.3: y = conv(x, W) + b for every variant, against conv2d_forward<double>.
 inline void check_forward(int B, const ConvGeometry& g, double atol = kLayerAtol, double rtol = kLayerRtol) {
   const ConvInputs in(B, g, 31);
@@ -102,7 +98,7 @@ inline void check_bias_gradient(int B, const ConvGeometry& g, double atol = kLay
   const std::vector<float> got = to_host(db);
   std::vector<double> want_dW(static_cast<std::size_t>(g.weight_size())), want(got.size());
   conv2d_backward_weight(to_double(in.x).data(), to_double(in.dy).data(), want_dW.data(), want.data(), B, g);
-  EXPECT_TRUE(close("db for batch " + std::to_string(B) + ", " + g.str(), got, want, {g.C_out}, atol, rtol));
+  EXPECT_TRUE(close("db for batch " + std::to_string(B) + ", " + g.str(), got, want, bias_shape(g), atol, rtol));
 }
 
 /// The conv layers of the `cnn` model on Fashion-MNIST's 1x28x28 input.

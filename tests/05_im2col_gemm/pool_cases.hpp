@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "02_conv_pool/pool.hpp"
+#include "common/mismatch.hpp"
 
 namespace course::s05test {
 
@@ -26,7 +27,12 @@ inline std::vector<PoolCase> pool_cases() {
           {8, {16, 28, 28, 2, 2, 0}}}; // pool1 of cnn
 }
 
-inline std::vector<int> pool_output_shape(const PoolCase& c) { return {c.B, c.g.C, c.g.out_h(), c.g.out_w()}; }
-inline std::vector<int> pool_input_shape(const PoolCase& c) { return {c.B, c.g.C, c.g.H, c.g.W}; }
+/// y and its arg-maxes [n, c, h, w]; x and dx [n, c, h, w].
+inline TensorShape pool_output_shape(const PoolCase& c) {
+  return {{"n", c.B}, {"c", c.g.C}, {"h", c.g.out_h()}, {"w", c.g.out_w()}};
+}
+inline TensorShape pool_input_shape(const PoolCase& c) {
+  return {{"n", c.B}, {"c", c.g.C}, {"h", c.g.H}, {"w", c.g.W}};
+}
 
 }  // namespace course::s05test

@@ -26,6 +26,7 @@
 #include "common/cuda_check.hpp"
 #include "common/rng.hpp"
 #include "common/tensor.hpp"
+#include "tensor_check.hpp"
 
 namespace course::s05test {
 
@@ -49,42 +50,48 @@ using gputest::poisoned;
 using gputest::to_device;
 using gputest::to_host;
 
-/// "[1, 2, 0, 3]" for flat index i of a tensor of `shape`.
-inline std::string index_string(std::size_t i, const std::vector<int>& shape) {
-  std::vector<int> idx(shape.size());
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    idx[d] = static_cast<int>(i % static_cast<std::size_t>(shape[d]));
-    i /= static_cast<std::size_t>(shape[d]);
+/// Every element of got against ref: |got - ref| <= atol + rtol * |ref|, and no NaN.
+/// On failure, tensor_matches()'s message (tests/support/tensor_check.hpp): the tensor and
+/// its shape, expected and actual at the first wrong elements and at the worst, and the slip
+/// that explains them where one does (a transpose, a sign, a factor, a term, an index off by
+/// one, elements never written, where the wrong ones lie). Name the axes where the caller
+/// knows them ({{"n", B}, {"c", C}, {"h", H}, {"w", W}}); `slips` are mistakes the test knows
+/// and computes (the values each would give).
+template <typename G, typename R>
+::testing::AssertionResult close(const std::string& what, const std::vector<G>& got, const std::vector<R>& ref,
+                                 const TensorShape& shape, double atol, double rtol,
+                                 const std::vector<testkit::KnownSlip>& slips = {}) {
+  if (got.size() != ref.size())
+    return ::testing::AssertionFailure() << what << ": " << got.size() << " values, expected " << ref.size()
+                                         << " (shape " << shape.str() << ")";
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double g = static_cast<double>(got[i]), r = static_cast<double>(ref[i]);
+    if (!(std::fabs(g - r) <= atol + rtol * std::fabs(r)))
+      return ::testing::AssertionFailure()
+             << testkit::describe_mismatch(what, shape, got, ref, testkit::Tolerance{atol, rtol}, slips);
   }
-  return TensorT<int>::shape_to_string(idx);
+  return ::testing::AssertionSuccess();
 }
 
-/// Every element of got against ref: |got - ref| <= atol + rtol * |ref|, and no NaN.
-/// On failure: the tensor, the worst element (by its excess over the bound), and the count.
+/// The same with the axes unnamed.
 template <typename G, typename R>
 ::testing::AssertionResult close(const std::string& what, const std::vector<G>& got, const std::vector<R>& ref,
                                  const std::vector<int>& shape, double atol, double rtol) {
-  if (got.size() != ref.size())
-    return ::testing::AssertionFailure() << what << ": " << got.size() << " values, expected " << ref.size();
-  std::size_t bad = 0, worst = 0;
-  double worst_ratio = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double g = static_cast<double>(got[i]), r = static_cast<double>(ref[i]);
-    const double bound = atol + rtol * std::fabs(r);
-    const double err = std::fabs(g - r);
-    const double ratio = std::isnan(err) ? INFINITY : (bound > 0 ? err / bound : (err > 0 ? INFINITY : 0.0));
-    if (!(err <= bound)) ++bad;
-    if (!(ratio <= worst_ratio)) worst_ratio = ratio, worst = i;
-  }
-  if (bad == 0) return ::testing::AssertionSuccess();
-  std::ostringstream s;
-  s.precision(9);
-  s << what << ": " << bad << " of " << got.size() << " values outside atol " << atol << " + rtol " << rtol
-    << " * |ref|; worst at " << index_string(worst, shape) << ": got " << static_cast<double>(got[worst])
-    << ", expected " << static_cast<double>(ref[worst]) << " (error "
-    << std::fabs(static_cast<double>(got[worst]) - static_cast<double>(ref[worst])) << ")";
-  return ::testing::AssertionFailure() << s.str();
+  return close(what, got, ref, TensorShape(shape), atol, rtol);
 }
+
+/// Shapes of a conv layer's tensors, their axes named: x and dx [n, c, h, w], y [n, c, h, w]
+/// (c the output channel), W and dW [o, c, kh, kw], b and db [o].
+inline TensorShape input_shape(int B, const ConvGeometry& g) {
+  return {{"n", B}, {"c", g.C_in}, {"h", g.H}, {"w", g.W}};
+}
+inline TensorShape output_shape(int B, const ConvGeometry& g) {
+  return {{"n", B}, {"c", g.C_out}, {"h", g.out_h()}, {"w", g.out_w()}};
+}
+inline TensorShape weight_shape(const ConvGeometry& g) {
+  return {{"o", g.C_out}, {"c", g.C_in}, {"kh", g.K}, {"kw", g.K}};
+}
+inline TensorShape bias_shape(const ConvGeometry& g) { return {{"o", g.C_out}}; }
 
 /// One way to run the conv GEMMs: the kernel and the unroll every conv test goes through.
 struct ConvVariant {

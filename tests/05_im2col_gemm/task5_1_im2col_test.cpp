@@ -20,8 +20,11 @@ std::vector<float> im2col_on_gpu(const std::vector<float>& x, int B, const ConvG
   return to_host(U);
 }
 
-std::vector<int> unrolled_shape(int B, const ConvGeometry& g) {
-  return {static_cast<int>(unrolled_rows(B, g)), patch_size(g)};
+// U [B*Ho*Wo, C_in*K*K] seen as the [n, oh, ow, c, kh, kw] it is laid out as (a row per output
+// pixel, its patch in (c, kh, kw) order): a wrong entry is named by the pixel and the tap, and an
+// index off by one by the axis it is off along.
+TensorShape unrolled_shape(int B, const ConvGeometry& g) {
+  return {{"n", B}, {"oh", g.out_h()}, {"ow", g.out_w()}, {"c", g.C_in}, {"kh", g.K}, {"kw", g.K}};
 }
 }  // namespace
 
@@ -35,7 +38,7 @@ TEST(Task5_1_Im2col, HandExample) {
                                    0, 0, 2, 3,   // pixel (0, 1): rows -1..0, columns 1..2
                                    0, 4, 0, 7,   // pixel (1, 0): rows 1..2, columns -1..0
                                    5, 6, 8, 9};  // pixel (1, 1)
-  EXPECT_TRUE(close("U", im2col_on_gpu({1, 2, 3, 4, 5, 6, 7, 8, 9}, 1, g), want, {4, 4}, 0, 0));
+  EXPECT_TRUE(close("U", im2col_on_gpu({1, 2, 3, 4, 5, 6, 7, 8, 9}, 1, g), want, unrolled_shape(1, g), 0, 0));
 }
 
 // The grid of shapes: U must equal the reference element for element, padding zeros included.

@@ -28,13 +28,32 @@ PoolOut pool_on_gpu(const std::vector<float>& x, const PoolCase& c) {
   return {to_host(y), to_host(argmax)};
 }
 
+// The arg-maxes as three slips would store them instead of the cell's index ih * W + iw in its
+// H x W plane: the offset in the window, the index in the whole input tensor, and iw * H + ih.
+std::vector<testkit::KnownSlip> argmax_slips(const std::vector<int>& argmax, const PoolCase& c) {
+  const PoolGeometry& g = c.g;
+  std::vector<double> in_window(argmax.size()), in_tensor(argmax.size()), swapped(argmax.size());
+  for (std::size_t o = 0; o < argmax.size(); ++o) {
+    const int ow = static_cast<int>(o % g.out_w()), oh = static_cast<int>(o / g.out_w() % g.out_h());
+    const long plane = static_cast<long>(o / (static_cast<std::size_t>(g.out_h()) * g.out_w()));
+    const int ih = argmax[o] / g.W, iw = argmax[o] % g.W;
+    in_window[o] = (ih - (oh * g.S - g.P)) * g.K + (iw - (ow * g.S - g.P));
+    in_tensor[o] = static_cast<double>(plane * g.H * g.W + argmax[o]);
+    swapped[o] = iw * g.H + ih;
+  }
+  return {{"the offset in the window (dh * K + dw) instead of the index ih * W + iw in the plane", in_window},
+          {"the index in the whole input tensor instead of in the cell's H x W plane", in_tensor},
+          {"iw * H + ih (row and column swapped) instead of ih * W + iw", swapped}};
+}
+
 void check_against_stage02(const std::vector<float>& x, const PoolCase& c, const std::string& what) {
   const PoolOut got = pool_on_gpu(x, c);
   std::vector<float> y(got.y.size());
   std::vector<int> argmax(got.argmax.size());
   maxpool_forward(x.data(), y.data(), argmax.data(), c.B, c.g);
   EXPECT_TRUE(close("y, " + what + ", " + c.describe(), got.y, y, pool_output_shape(c), 0, 0));
-  EXPECT_TRUE(close("argmax, " + what + ", " + c.describe(), got.argmax, argmax, pool_output_shape(c), 0, 0));
+  EXPECT_TRUE(close("argmax (the winning cell's index ih * W + iw in its plane), " + what + ", " + c.describe(),
+                    got.argmax, argmax, pool_output_shape(c), 0, 0, argmax_slips(argmax, c)));
 }
 }  // namespace
 
@@ -66,6 +85,7 @@ TEST(Task5_7_MaxPoolForward, HandExample) {
                                    0, 0, 1, 1,    //
                                    9, 0, 1, 2},
                                   c);
-  EXPECT_TRUE(close("y", got.y, std::vector<float>{5, 8, 9, 2}, {2, 2}, 0, 0));
-  EXPECT_TRUE(close("argmax", got.argmax, std::vector<int>{1, 6, 12, 15}, {2, 2}, 0, 0));
+  EXPECT_TRUE(close("y", got.y, std::vector<float>{5, 8, 9, 2}, pool_output_shape(c), 0, 0));
+  EXPECT_TRUE(close("argmax (the winning cell's index in the 4 x 4 plane)", got.argmax, std::vector<int>{1, 6, 12, 15},
+                    pool_output_shape(c), 0, 0));
 }

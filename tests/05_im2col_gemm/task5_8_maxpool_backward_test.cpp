@@ -57,5 +57,5 @@ TEST(Task5_8_MaxPoolBackward, HandExample) {
   const DeviceBuffer<int> argmax = to_device(std::vector<int>{4, 4, 4, 4});
   DeviceBuffer<float> dx = poisoned<float>(9);
   maxpool_backward_gpu(dy.get(), argmax.get(), dx.get(), 1, g);
-  EXPECT_TRUE(close("dx", to_host(dx), std::vector<float>{0, 0, 0, 0, 10, 0, 0, 0, 0}, {3, 3}, 0, 0));
+  EXPECT_TRUE(close("dx", to_host(dx), std::vector<float>{0, 0, 0, 0, 10, 0, 0, 0, 0}, {{"h", 3}, {"w", 3}}, 0, 0));
 }

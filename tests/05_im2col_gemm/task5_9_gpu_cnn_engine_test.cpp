@@ -77,18 +77,27 @@ void check_against_stage02(const std::string& spec, Shape3 input, int batch, int
   const std::vector<int>&gpu_predictions = r.gpu_predictions, &cpu_predictions = r.cpu_predictions;
   const std::vector<NamedTensor>&got = r.gpu_params, &want = r.cpu_params;
 
-  ASSERT_EQ(gpu_train.seen, cpu_train.seen) << context;
-  EXPECT_NEAR(gpu_train.loss_sum, cpu_train.loss_sum, kLossRtol * cpu_train.loss_sum) << context << ": training loss";
-  EXPECT_NEAR(gpu_test.loss_sum, cpu_test.loss_sum, kLossRtol * cpu_test.loss_sum) << context << ": test loss";
+  ASSERT_EQ(gpu_train.seen, cpu_train.seen) << context << ": examples seen, GPU (left) and stage 02 (right)";
+  EXPECT_NEAR(gpu_train.loss_sum, cpu_train.loss_sum, kLossRtol * cpu_train.loss_sum)
+      << context << ": summed training loss, GPU (first) and stage 02 (second)";
+  EXPECT_NEAR(gpu_test.loss_sum, cpu_test.loss_sum, kLossRtol * cpu_test.loss_sum)
+      << context << ": summed test loss, GPU (first) and stage 02 (second)";
   int differ = 0;
-  for (std::size_t i = 0; i < cpu_predictions.size(); ++i) differ += gpu_predictions.at(i) != cpu_predictions[i];
-  EXPECT_LE(differ, 1) << context << ": predictions of the test set differ (a near-tie may flip one)";
-  ASSERT_EQ(got.size(), want.size()) << context;
+  std::string which;  // the first few that differ
+  for (std::size_t i = 0; i < cpu_predictions.size(); ++i)
+    if (gpu_predictions.at(i) != cpu_predictions[i] && differ++ < 4)
+      which += "\n    example " + std::to_string(i) + ": GPU " + std::to_string(gpu_predictions[i]) + ", CPU " +
+               std::to_string(cpu_predictions[i]);
+  EXPECT_LE(differ, 1) << context << ": " << differ << " of " << cpu_predictions.size()
+                       << " predictions of the test set differ (a near-tie may flip one)" << which;
+  ASSERT_EQ(got.size(), want.size()) << context << ": parameter tensors of the GPU engine (left) and stage 02's";
   bool moved = false;
   for (std::size_t i = 0; i < want.size(); ++i) {
-    ASSERT_EQ(got[i].name, want[i].name) << context;
-    EXPECT_TRUE(close(context + ", " + want[i].name + " after " + std::to_string(kSteps) + " steps", got[i].tensor.data,
-                      want[i].tensor.data, want[i].tensor.shape, kParamAtol, kParamRtol));
+    ASSERT_EQ(got[i].name, want[i].name) << context << ": parameter " << i;
+    EXPECT_TRUE(
+        close(context + ", " + want[i].name + " after " + std::to_string(kSteps) + " steps (expected: stage 02's)",
+              got[i].tensor.data, want[i].tensor.data, testkit::parameter_shape(want[i].tensor.shape), kParamAtol,
+              kParamRtol));
     for (std::size_t j = 0; j < want[i].tensor.size(); ++j)
       moved = moved || std::fabs(want[i].tensor.data[j] - initial[i].tensor.data[j]) > 10 * kParamAtol;
   }

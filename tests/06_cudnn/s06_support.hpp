@@ -17,8 +17,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
+#include <ostream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "06_cudnn/conv_algorithms.hpp"
@@ -27,6 +30,7 @@
 #include "common/cuda_check.hpp"
 #include "common/cudnn_check.hpp"
 #include "common/gradcheck.hpp"
+#include "tensor_check.hpp"
 
 /// Skips the test, printing why, on a machine without a usable GPU.
 #define S06_SKIP_WITHOUT_GPU()                                 \
@@ -171,32 +175,43 @@ inline std::vector<double> to_host(const DeviceBuffer<float>& d) {
   return std::vector<double>(f.begin(), f.end());
 }
 
-/// Passes when |got - want| <= atol + rtol * |want| everywhere (and no NaN);
-/// otherwise names the tensor, the worst entry, where it is, and the tolerance.
+/// Passes when |got - want| <= atol + rtol * |want| everywhere (and no NaN); otherwise says
+/// what tensor_matches() says (tests/support/tensor_check.hpp): the tensor and its shape,
+/// expected and actual at the first wrong entries and at the worst, the tolerance, and the
+/// slip that explains them where one does (a transpose, a sign, a factor, a term, an index
+/// off by one, entries never written, where the wrong ones lie). Name the axes where the
+/// caller knows them: {{"n", B}, {"c", C}, {"h", H}, {"w", W}}; `slips` are mistakes the test
+/// knows and computes (the values each would give).
+inline ::testing::AssertionResult all_close(const std::string& what, const std::vector<double>& got,
+                                            const std::vector<double>& want, const TensorShape& shape, double atol,
+                                            double rtol, const std::vector<testkit::KnownSlip>& slips = {}) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << what << ": " << got.size() << " values, expected " << want.size()
+                                         << " (shape " << shape.str() << ")";
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (!(std::fabs(got[i] - want[i]) <= atol + rtol * std::fabs(want[i])))  // also catches NaN
+      return ::testing::AssertionFailure()
+             << testkit::describe_mismatch(what, shape, got, want, testkit::Tolerance{atol, rtol}, slips);
+  return ::testing::AssertionSuccess();
+}
+
+/// The same with the axes unnamed.
 inline ::testing::AssertionResult all_close(const std::string& what, const std::vector<double>& got,
                                             const std::vector<double>& want, const std::vector<int>& shape,
                                             double atol, double rtol) {
-  if (got.size() != want.size())
-    return ::testing::AssertionFailure() << what << ": " << got.size() << " values, expected " << want.size();
-  double worst = -1, worst_excess = -INFINITY;
-  std::size_t at = 0;
-  bool ok = true;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    const double err = std::fabs(got[i] - want[i]), bound = atol + rtol * std::fabs(want[i]);
-    if (!(err <= bound)) ok = false;  // also catches NaN
-    const double excess = std::isnan(err) ? INFINITY : err - bound;
-    if (excess > worst_excess) {
-      worst_excess = excess;
-      worst = err;
-      at = i;
-    }
-  }
-  if (ok) return ::testing::AssertionSuccess();
-  std::ostringstream s;
-  s.precision(9);
-  s << what << ": worst error " << worst << " at " << index_to_string(at, shape) << " (got " << got[at]
-    << ", expected " << want[at] << "), tolerance " << atol << " + " << rtol << " * |expected|";
-  return ::testing::AssertionFailure() << s.str();
+  return all_close(what, got, want, TensorShape(shape), atol, rtol);
+}
+
+/// Shapes with named axes: a conv layer's x [n, c, h, w], y [n, c, h, w] (c its output
+/// channel), W [o, c, kh, kw].
+inline TensorShape input_shape(int B, const ConvGeometry& g) {
+  return {{"n", B}, {"c", g.C_in}, {"h", g.H}, {"w", g.W}};
+}
+inline TensorShape output_shape(int B, const ConvGeometry& g) {
+  return {{"n", B}, {"c", g.C_out}, {"h", g.out_h()}, {"w", g.out_w()}};
+}
+inline TensorShape weight_shape(const ConvGeometry& g) {
+  return {{"o", g.C_out}, {"c", g.C_in}, {"kh", g.K}, {"kw", g.K}};
 }
 
 /// The largest |v|, at least 1: the scale of the absolute tolerances.
@@ -206,4 +221,91 @@ inline double scale_of(const std::vector<double>& v) {
   return m;
 }
 
+/// "NAME (value)": an enum value by the name `names` gives it, or by its type's name.
+inline void print_named(std::ostream* os, const char* type, int v,
+                        std::initializer_list<std::pair<int, const char*>> names) {
+  const char* name = type;
+  for (const auto& [value, n] : names)
+    if (value == v) name = n;
+  *os << name << " (" << v << ")";
+}
+
 }  // namespace course::s06test
+
+// Names for the library enums the stage 06 tests compare, so that a failed EXPECT_EQ prints
+// "CUDNN_CONVOLUTION (0)" rather than "0". GoogleTest finds them by argument-dependent lookup
+// (the enums are declared in the global namespace).
+#define S06_NAMED(value) \
+  { static_cast<int>(value), #value }
+inline void PrintTo(cudnnDataType_t v, std::ostream* os) {
+  course::s06test::print_named(
+      os, "cudnnDataType_t", v,
+      {S06_NAMED(CUDNN_DATA_FLOAT), S06_NAMED(CUDNN_DATA_DOUBLE), S06_NAMED(CUDNN_DATA_HALF),
+       S06_NAMED(CUDNN_DATA_BFLOAT16), S06_NAMED(CUDNN_DATA_INT8), S06_NAMED(CUDNN_DATA_INT32)});
+}
+inline void PrintTo(cudnnTensorFormat_t v, std::ostream* os) {
+  course::s06test::print_named(
+      os, "cudnnTensorFormat_t", v,
+      {S06_NAMED(CUDNN_TENSOR_NCHW), S06_NAMED(CUDNN_TENSOR_NHWC), S06_NAMED(CUDNN_TENSOR_NCHW_VECT_C)});
+}
+inline void PrintTo(cudnnConvolutionMode_t v, std::ostream* os) {
+  course::s06test::print_named(os, "cudnnConvolutionMode_t", v,
+                               {S06_NAMED(CUDNN_CONVOLUTION), S06_NAMED(CUDNN_CROSS_CORRELATION)});
+}
+inline void PrintTo(cudnnMathType_t v, std::ostream* os) {
+  course::s06test::print_named(os, "cudnnMathType_t", v,
+                               {S06_NAMED(CUDNN_DEFAULT_MATH), S06_NAMED(CUDNN_TENSOR_OP_MATH),
+                                S06_NAMED(CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION), S06_NAMED(CUDNN_FMA_MATH)});
+}
+inline void PrintTo(cudnnPoolingMode_t v, std::ostream* os) {
+  course::s06test::print_named(
+      os, "cudnnPoolingMode_t", v,
+      {S06_NAMED(CUDNN_POOLING_MAX), S06_NAMED(CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING),
+       S06_NAMED(CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING), S06_NAMED(CUDNN_POOLING_MAX_DETERMINISTIC)});
+}
+inline void PrintTo(cudnnActivationMode_t v, std::ostream* os) {
+  course::s06test::print_named(os, "cudnnActivationMode_t", v,
+                               {S06_NAMED(CUDNN_ACTIVATION_SIGMOID), S06_NAMED(CUDNN_ACTIVATION_RELU),
+                                S06_NAMED(CUDNN_ACTIVATION_TANH), S06_NAMED(CUDNN_ACTIVATION_CLIPPED_RELU),
+                                S06_NAMED(CUDNN_ACTIVATION_ELU), S06_NAMED(CUDNN_ACTIVATION_IDENTITY)});
+}
+inline void PrintTo(cudnnConvolutionFwdAlgo_t v, std::ostream* os) {
+  course::s06test::print_named(
+      os, "cudnnConvolutionFwdAlgo_t", v,
+      {S06_NAMED(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM), S06_NAMED(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM),
+       S06_NAMED(CUDNN_CONVOLUTION_FWD_ALGO_GEMM), S06_NAMED(CUDNN_CONVOLUTION_FWD_ALGO_DIRECT),
+       S06_NAMED(CUDNN_CONVOLUTION_FWD_ALGO_FFT), S06_NAMED(CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING),
+       S06_NAMED(CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD), S06_NAMED(CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED)});
+}
+inline void PrintTo(cudnnConvolutionBwdDataAlgo_t v, std::ostream* os) {
+  course::s06test::print_named(
+      os, "cudnnConvolutionBwdDataAlgo_t", v,
+      {S06_NAMED(CUDNN_CONVOLUTION_BWD_DATA_ALGO_0), S06_NAMED(CUDNN_CONVOLUTION_BWD_DATA_ALGO_1),
+       S06_NAMED(CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT), S06_NAMED(CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING),
+       S06_NAMED(CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD),
+       S06_NAMED(CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED)});
+}
+inline void PrintTo(cudnnConvolutionBwdFilterAlgo_t v, std::ostream* os) {
+  course::s06test::print_named(
+      os, "cudnnConvolutionBwdFilterAlgo_t", v,
+      {S06_NAMED(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0), S06_NAMED(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1),
+       S06_NAMED(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT), S06_NAMED(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3),
+       S06_NAMED(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED),
+       S06_NAMED(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING)});
+}
+inline void PrintTo(cublasMath_t v, std::ostream* os) {
+  course::s06test::print_named(
+      os, "cublasMath_t", v,
+      {S06_NAMED(CUBLAS_DEFAULT_MATH), S06_NAMED(CUBLAS_PEDANTIC_MATH), S06_NAMED(CUBLAS_TF32_TENSOR_OP_MATH)});
+}
+inline void PrintTo(cudaMemoryType v, std::ostream* os) {
+  course::s06test::print_named(os, "cudaMemoryType", v,
+                               {S06_NAMED(cudaMemoryTypeUnregistered), S06_NAMED(cudaMemoryTypeHost),
+                                S06_NAMED(cudaMemoryTypeDevice), S06_NAMED(cudaMemoryTypeManaged)});
+}
+inline void PrintTo(cudaStreamCaptureStatus v, std::ostream* os) {
+  course::s06test::print_named(os, "cudaStreamCaptureStatus", v,
+                               {S06_NAMED(cudaStreamCaptureStatusNone), S06_NAMED(cudaStreamCaptureStatusActive),
+                                S06_NAMED(cudaStreamCaptureStatusInvalidated)});
+}
+#undef S06_NAMED

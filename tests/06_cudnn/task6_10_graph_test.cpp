@@ -2,6 +2,7 @@
 // step as a CUDA graph and replaying it, and the engine with and without the graph.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -11,6 +12,7 @@
 #include "06_cudnn/step_graph.hpp"
 #include "common/data.hpp"
 #include "s06_support.hpp"
+#include "tensor_check.hpp"
 
 using namespace course;
 using namespace course::s06test;
@@ -43,18 +45,50 @@ struct TinySet {
   void gather(int B, cudaStream_t s) {
     gather_batch_at_step_gpu(images.get(), labels.get(), order.get(), step.get(), kBatch, B, kD, x.get(), y.get(), s);
   }
-  // Expects x and y to hold batch `b` (its first B rows).
+  // The first B rows of x and of y as batch `b` holds them: the examples at positions
+  // b * kBatch + r of `order` (example e holds 10e, 10e + 1, 10e + 2 and label e % 4).
+  static std::vector<double> batch_x(int b, int B, const std::vector<int>& order) {
+    std::vector<double> v;
+    for (int r = 0; r < B; ++r) {
+      const std::size_t at = static_cast<std::size_t>(b * kBatch + r);
+      const int e = at < order.size() ? order[at] : -1;
+      for (int d = 0; d < kD; ++d) v.push_back(e < 0 ? NAN : 10.0 * e + d);
+    }
+    return v;
+  }
+  static std::vector<double> batch_y(int b, int B, const std::vector<int>& order) {
+    std::vector<double> v;
+    for (int r = 0; r < B; ++r) {
+      const std::size_t at = static_cast<std::size_t>(b * kBatch + r);
+      v.push_back(at < order.size() ? order[at] % 4 : NAN);
+    }
+    return v;
+  }
+  // Expects x and y to hold batch `b` (its first B rows); a wrong batch is named when it is
+  // that of another step (the counter read at the wrong time) or taken unshuffled.
   void expect_batch(int b, int B, const std::string& when) {
     CUDA_CHECK(cudaDeviceSynchronize());
-    const std::vector<float> got_x = x.download();
-    const std::vector<int> got_y = y.download();
-    for (int r = 0; r < B; ++r) {
-      const int e = kOrder[static_cast<std::size_t>(b * kBatch + r)];
-      EXPECT_EQ(got_y[static_cast<std::size_t>(r)], e % 4) << when << ": label of row " << r << " (example " << e << ")";
-      for (int d = 0; d < kD; ++d)
-        EXPECT_EQ(got_x[static_cast<std::size_t>(r * kD + d)], static_cast<float>(10 * e + d))
-            << when << ": row " << r << " should be example " << e;
+    const std::vector<float> all_x = x.download();
+    const std::vector<int> all_y = y.download();
+    const std::vector<float> got_x(all_x.begin(), all_x.begin() + B * kD);
+    const std::vector<int> got_y(all_y.begin(), all_y.begin() + B);
+    std::vector<int> unshuffled(kOrder.size());
+    std::iota(unshuffled.begin(), unshuffled.end(), 0);
+    std::vector<testkit::KnownSlip> x_slips, y_slips;
+    for (int other : {b - 1, b + 1, 0}) {
+      if (other < 0 || other == b || other * kBatch >= kExamples) continue;
+      const std::string what = "the batch of step " + std::to_string(other) + " (the step counter read " +
+                               (other < b ? "before it was advanced" : "after it was advanced") + ")";
+      x_slips.push_back({what, batch_x(other, B, kOrder)});
+      y_slips.push_back({what, batch_y(other, B, kOrder)});
     }
+    x_slips.push_back({"the examples in stored order (order[] not applied)", batch_x(b, B, unshuffled)});
+    y_slips.push_back({"the examples in stored order (order[] not applied)", batch_y(b, B, unshuffled)});
+    EXPECT_TRUE(testkit::tensor_matches(when + ": x, the gathered examples of batch " + std::to_string(b),
+                                        {{"row", B}, {"d", kD}}, got_x, batch_x(b, B, kOrder), testkit::Tolerance{0, 0},
+                                        x_slips));
+    EXPECT_TRUE(testkit::tensor_matches(when + ": y, the labels of batch " + std::to_string(b), {{"row", B}}, got_y,
+                                        batch_y(b, B, kOrder), testkit::Tolerance{0, 0}, y_slips));
   }
   int counter() {
     CUDA_CHECK(cudaDeviceSynchronize());
@@ -84,18 +118,18 @@ TEST(Task6_10_CudaGraph, EachReplayTakesTheNextBatch) {
   TestGpu gpu;
   TinySet set;
   StepGraph graph;
-  EXPECT_FALSE(graph.ready());
+  EXPECT_FALSE(graph.ready()) << "a StepGraph nothing was captured into";
   graph.capture(gpu.stream(), [&] {
     set.gather(kBatch, gpu.stream());
     advance_step_gpu(set.step.get(), gpu.stream());
   });
-  ASSERT_TRUE(graph.ready());
-  EXPECT_EQ(graph.nodes(), 2u) << "a gather and a counter increment";
-  EXPECT_EQ(set.counter(), 0) << "a capture records the work; it must not run it";
+  ASSERT_TRUE(graph.ready()) << "StepGraph::capture() returned without a graph";
+  EXPECT_EQ(graph.nodes(), 2u) << "nodes of the graph: a gather and a counter increment";
+  EXPECT_EQ(set.counter(), 0) << "the step counter after the capture: a capture records the work; it must not run it";
   for (int b = 0; b < 2; ++b) {
     graph.replay(gpu.stream());
     set.expect_batch(b, kBatch, "replay " + std::to_string(b));
-    EXPECT_EQ(set.counter(), b + 1);
+    EXPECT_EQ(set.counter(), b + 1) << "the step counter after replay " << b;
   }
 }
 
@@ -111,7 +145,7 @@ TEST(Task6_10_CudaGraph, FailedCaptureLeavesTheStreamUsable) {
                                throw std::runtime_error("a layer failed");
                              }),
                std::runtime_error);
-  EXPECT_FALSE(graph.ready());
+  EXPECT_FALSE(graph.ready()) << "a failed capture left a graph";
   EXPECT_THROW(graph.replay(gpu.stream()), std::logic_error);
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusActive;
   CUDA_CHECK(cudaStreamIsCapturing(gpu.stream(), &status));
@@ -138,18 +172,19 @@ TEST(Task6_10_CudaGraph, EngineGivesTheSameParametersWithAndWithoutTheGraph) {
   for (int epoch = 0; epoch < 2; ++epoch) {
     const EpochStats a = with_graph.train_epoch(train, epoch, {});
     const EpochStats b = without.train_epoch(train, epoch, {});
-    EXPECT_EQ(a.correct, b.correct) << "epoch " << epoch;
-    EXPECT_NEAR(a.loss_sum, b.loss_sum, 1e-9 * b.loss_sum) << "epoch " << epoch << " (summed with atomics: order may differ)";
+    EXPECT_EQ(a.correct, b.correct) << "epoch " << epoch << ": correct count with the graph (left), without (right)";
+    EXPECT_NEAR(a.loss_sum, b.loss_sum, 1e-9 * b.loss_sum)
+        << "epoch " << epoch
+        << ": loss sum with the graph (first), without (second) (summed with atomics: order may differ)";
   }
-  EXPECT_EQ(with_graph.graph_replays(), 30) << "15 full batches an epoch, each one replay";
-  EXPECT_GT(with_graph.graph_nodes(), 20u) << "the whole step: gather, every layer both ways, loss, update";
-  EXPECT_EQ(without.graph_replays(), 0);
+  EXPECT_EQ(with_graph.graph_replays(), 30) << "replays in 2 epochs: 15 full batches an epoch, each one replay";
+  EXPECT_GT(with_graph.graph_nodes(), 20u)
+      << "nodes of the graph: the whole step: gather, every layer both ways, loss, update";
+  EXPECT_EQ(without.graph_replays(), 0) << "replays of the engine built without the graph";
   const auto p = with_graph.get_parameters(), q = without.get_parameters();
-  ASSERT_EQ(p.size(), q.size());
-  for (std::size_t i = 0; i < p.size(); ++i) {
-    std::size_t differ = 0;
-    for (std::size_t k = 0; k < p[i].tensor.size(); ++k) differ += p[i].tensor.data[k] != q[i].tensor.data[k];
-    EXPECT_EQ(differ, 0u) << p[i].name << ": " << differ << " of " << p[i].tensor.size()
-                          << " values differ between the graph and the plain run";
-  }
+  ASSERT_EQ(p.size(), q.size()) << "parameter tensors with the graph (left), without (right)";
+  for (std::size_t i = 0; i < p.size(); ++i)  // the same bits (as values: -0 and 0 alike)
+    EXPECT_TRUE(testkit::tensor_matches(p[i].name + " after 2 epochs with the graph (expected: the plain run's)",
+                                        testkit::parameter_shape(p[i].tensor.shape), p[i].tensor.data, q[i].tensor.data,
+                                        testkit::Tolerance{0, 0}));
 }

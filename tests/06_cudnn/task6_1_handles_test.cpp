@@ -20,8 +20,8 @@ TEST(Task6_1_Handles, BothLibrariesQueueOnTheOwnStream) {
   S06_SKIP_WITHOUT_GPU();
   HandlesGuard g{create_gpu_handles()};
   ASSERT_NE(g.h.stream, nullptr) << "the handles need a stream of their own, not the legacy default stream 0";
-  ASSERT_NE(g.h.cudnn, nullptr);
-  ASSERT_NE(g.h.cublas, nullptr);
+  ASSERT_NE(g.h.cudnn, nullptr) << "create_gpu_handles() left the cuDNN handle null: cudnnCreate was not called";
+  ASSERT_NE(g.h.cublas, nullptr) << "create_gpu_handles() left the cuBLAS handle null: cublasCreate was not called";
   cudaStream_t s = nullptr;
   CUDNN_CHECK(cudnnGetStream(g.h.cudnn, &s));
   EXPECT_EQ(s, g.h.stream) << "cudnnSetStream was not called with the stream";
@@ -50,11 +50,11 @@ TEST(Task6_1_Handles, EachCallMakesItsOwnSet) {
   HandlesGuard a{create_gpu_handles()};
   {
     HandlesGuard b{create_gpu_handles()};
-    EXPECT_NE(a.h.stream, b.h.stream);
-    EXPECT_NE(a.h.cudnn, b.h.cudnn);
+    EXPECT_NE(a.h.stream, b.h.stream) << "two calls of create_gpu_handles() returned the same stream";
+    EXPECT_NE(a.h.cudnn, b.h.cudnn) << "two calls of create_gpu_handles() returned the same cuDNN handle";
   }
   cudaStream_t s = nullptr;
   CUDNN_CHECK(cudnnGetStream(a.h.cudnn, &s));
-  EXPECT_EQ(s, a.h.stream);
+  EXPECT_EQ(s, a.h.stream) << "after the second set was destroyed, the first cuDNN handle's stream (left) changed";
   CUDA_CHECK(cudaStreamSynchronize(a.h.stream));
 }

@@ -67,12 +67,18 @@ TEST(Task6_3_Algorithms, ChosenAlgorithmsRunDeterministicallyInTheirWorkspace) {
     EXPECT_NE(a.backward_filter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0) << what << ": a non-deterministic algorithm";
     EXPECT_NE(a.backward_filter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3) << what << ": a non-deterministic algorithm";
     // They run in exactly that much workspace, and twice give the same bits.
+    // Twice the same bits (as values: -0 and 0 alike): the second run against the first.
     const Outputs first = run_chosen(gpu, d, a, c), second = run_chosen(gpu, d, a, c);
-    EXPECT_EQ(first.y, second.y) << what << ": forward " << algorithm_name(a.forward) << " is not deterministic";
-    EXPECT_EQ(first.dx, second.dx) << what << ": backward-data " << algorithm_name(a.backward_data)
-                                   << " is not deterministic";
-    EXPECT_EQ(first.dW, second.dW) << what << ": backward-filter " << algorithm_name(a.backward_filter)
-                                   << " is not deterministic";
+    const testkit::Tolerance same{0, 0};
+    EXPECT_TRUE(testkit::tensor_matches(
+        what + ": y of forward " + algorithm_name(a.forward) + ", run 2 (expected: run 1; not deterministic?)",
+        output_shape(c.B, c.g), second.y, first.y, same));
+    EXPECT_TRUE(testkit::tensor_matches(what + ": dx of backward-data " + algorithm_name(a.backward_data) +
+                                            ", run 2 (expected: run 1; not deterministic?)",
+                                        input_shape(c.B, c.g), second.dx, first.dx, same));
+    EXPECT_TRUE(testkit::tensor_matches(what + ": dW of backward-filter " + algorithm_name(a.backward_filter) +
+                                            ", run 2 (expected: run 1; not deterministic?)",
+                                        weight_shape(c.g), second.dW, first.dW, same));
   }
 }
 
@@ -116,20 +122,23 @@ TEST(Task6_3_Algorithms, EachRuleChoosesWithinItsLimitsAndStillComputesTheConvol
     CUDNN_CHECK(cudnnGetConvolutionMathType(d.conv, &math));
     EXPECT_EQ(math, CUDNN_FMA_MATH) << what << " still keeps to FP32 FMA math";
     const Outputs got = run_chosen(gpu, d, a, c);
-    auto near = [&](const std::vector<double>& x, const std::vector<double>& y, const std::string& algo) {
+    auto near = [&](const std::vector<double>& x, const std::vector<double>& y, const std::string& algo,
+                    const TensorShape& shape) {
       double worst = 0, scale = 0;
       for (std::size_t i = 0; i < x.size(); ++i) {
         worst = std::max(worst, std::abs(x[i] - y[i]));
         scale = std::max(scale, std::abs(x[i]));
       }
-      EXPECT_LE(worst, 1e-2 * scale) << what << ": " << algo << " is off by " << worst << " of " << scale;
+      EXPECT_LE(worst, 1e-2 * scale) << what << ": " << algo << " is off by " << worst << " of " << scale << "\n"
+                                     << testkit::describe_mismatch(algo + " (expected: the direct algorithms')", shape,
+                                                                   y, x, testkit::Tolerance{1e-2 * scale, 0});
     };
-    near(want.y, got.y, "forward " + algorithm_name(a.forward));
-    near(want.dx, got.dx, "backward-data " + algorithm_name(a.backward_data));
-    near(want.dW, got.dW, "backward-filter " + algorithm_name(a.backward_filter));
+    near(want.y, got.y, "y of forward " + algorithm_name(a.forward), output_shape(c.B, c.g));
+    near(want.dx, got.dx, "dx of backward-data " + algorithm_name(a.backward_data), input_shape(c.B, c.g));
+    near(want.dW, got.dW, "dW of backward-filter " + algorithm_name(a.backward_filter), weight_shape(c.g));
   }
   for (AlgoRule rule : {AlgoRule::Direct, AlgoRule::Deterministic, AlgoRule::Fastest})
-    EXPECT_EQ(parse_algo_rule(algo_rule_name(rule)), rule);
+    EXPECT_EQ(parse_algo_rule(algo_rule_name(rule)), rule) << "parse_algo_rule(\"" << algo_rule_name(rule) << "\")";
   EXPECT_STREQ(algo_rule_name(AlgoRule::Deterministic), "deterministic");
   EXPECT_THROW(parse_algo_rule("exact"), std::invalid_argument);
   EXPECT_THROW(parse_algo_rule("winograd"), std::invalid_argument);

@@ -57,7 +57,7 @@ void check_forward(const ConvCase& c) {
       conv2d_forward(x.data(), W.data(), b.data(), want.data(), c.B, g);
     }
     EXPECT_TRUE(all_close("y of " + what + ", forward algorithm " + algorithm_name(r.algo), got, want,
-                          {c.B, g.C_out, g.out_h(), g.out_w()}, abs_tolerance(r.algo) * scale_of(want), kRel));
+                          output_shape(c.B, g), abs_tolerance(r.algo) * scale_of(want), kRel));
   }
 }
 
@@ -91,5 +91,10 @@ TEST(Task6_4_ConvForward, CrossCorrelationLikeStage02) {
   auto y = filled(4, -1.f);
   ConvAlgorithms a;  // implicit GEMM: needs no workspace
   conv_forward_cudnn(gpu.h(), d, a, {}, x.get(), W.get(), b.get(), y.get());
-  EXPECT_EQ(to_host(y), (std::vector<double>{37.5, 47.5, 67.5, 77.5}));
+  // Exact: small integers and halves. The same sums with the kernel flipped (CUDNN_CONVOLUTION)
+  // give 23.5, 33.5, 53.5, 63.5.
+  EXPECT_TRUE(testkit::tensor_matches(
+      "y of stage 02's hand example", {{"h", 2}, {"w", 2}}, to_host(y), std::vector<double>{37.5, 47.5, 67.5, 77.5},
+      testkit::Tolerance{0, 0},
+      {{"a flipped kernel (CUDNN_CONVOLUTION instead of CUDNN_CROSS_CORRELATION)", {23.5, 33.5, 53.5, 63.5}}}));
 }

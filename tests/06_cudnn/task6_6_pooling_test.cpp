@@ -51,8 +51,10 @@ void check_pool(const PoolCase& c) {
   std::vector<int> argmax(got_y.size());
   maxpool_forward(x.data(), want_y.data(), argmax.data(), c.B, g);
   maxpool_backward(dy.data(), argmax.data(), want_dx.data(), c.B, g);
-  EXPECT_TRUE(all_close("y of " + describe(c), got_y, want_y, {c.B, g.C, g.out_h(), g.out_w()}, 0.0, 0.0));
-  EXPECT_TRUE(all_close("dx of " + describe(c), got_dx, want_dx, {c.B, g.C, g.H, g.W}, 1e-6, 1e-6));
+  EXPECT_TRUE(all_close("y of " + describe(c), got_y, want_y,
+                        {{"n", c.B}, {"c", g.C}, {"h", g.out_h()}, {"w", g.out_w()}}, 0.0, 0.0));
+  EXPECT_TRUE(
+      all_close("dx of " + describe(c), got_dx, want_dx, {{"n", c.B}, {"c", g.C}, {"h", g.H}, {"w", g.W}}, 1e-6, 1e-6));
 }
 
 }  // namespace
@@ -77,8 +79,9 @@ TEST(Task6_6_MaxPool, PaddedCellsNeverWin) {
   auto y = filled(4, 0.f), dx = filled(9, 99.f);
   maxpool_forward_cudnn(gpu.h(), d, x.get(), y.get());
   maxpool_backward_cudnn(gpu.h(), d, x.get(), y.get(), dy.get(), dx.get());
-  EXPECT_EQ(to_host(y), (std::vector<double>{-5, -3, -2, -1})) << "a padded cell won with 0";
-  EXPECT_EQ(to_host(dx), (std::vector<double>{1, 0, 2, 3, 4, 0, 0, 0, 0}));
+  EXPECT_TRUE(all_close("y", to_host(y), {-5, -3, -2, -1}, {{"h", 2}, {"w", 2}}, 0, 0,
+                        {{"padded cells competing as 0 (a padded cell won with 0)", {0, 0, 0, -1}}}));
+  EXPECT_TRUE(all_close("dx", to_host(dx), {1, 0, 2, 3, 4, 0, 0, 0, 0}, {{"h", 3}, {"w", 3}}, 0, 0));
 }
 
 // Overlapping windows add up: the middle of a 3x3 plane wins all four 2x2
@@ -94,6 +97,9 @@ TEST(Task6_6_MaxPool, OverlappingWindowsAreSummed) {
   auto y = filled(4, 0.f), dx = filled(9, 99.f);
   maxpool_forward_cudnn(gpu.h(), d, x.get(), y.get());
   maxpool_backward_cudnn(gpu.h(), d, x.get(), y.get(), dy.get(), dx.get());
-  EXPECT_EQ(to_host(y), (std::vector<double>{9, 9, 9, 9}));
-  EXPECT_EQ(to_host(dx), (std::vector<double>{0, 0, 0, 0, 10, 0, 0, 0, 0}));
+  EXPECT_TRUE(all_close("y", to_host(y), {9, 9, 9, 9}, {{"h", 2}, {"w", 2}}, 0, 0));
+  EXPECT_TRUE(all_close("dx (the centre wins all four windows: 1 + 2 + 3 + 4)", to_host(dx),
+                        {0, 0, 0, 0, 10, 0, 0, 0, 0}, {{"h", 3}, {"w", 3}}, 0, 0,
+                        {{"the last window's gradient alone (written, not added)", {0, 0, 0, 0, 4, 0, 0, 0, 0}},
+                         {"the first window's gradient alone (written, not added)", {0, 0, 0, 0, 1, 0, 0, 0, 0}}}));
 }

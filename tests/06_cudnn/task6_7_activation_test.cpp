@@ -44,8 +44,9 @@ void check_activation(Activation f) {
   std::vector<double> want_y(n), want_dx(n);
   activation_forward(f, x.data(), want_y.data(), n);
   activation_backward(f, x.data(), want_y.data(), dy.data(), want_dx.data(), n);
-  EXPECT_TRUE(all_close(name + " forward", got_y, want_y, {B, C, H, W}, 2e-6, 2e-6));
-  EXPECT_TRUE(all_close(name + " backward", got_dx, want_dx, {B, C, H, W}, 2e-6, 2e-6));
+  const TensorShape shape{{"n", B}, {"c", C}, {"h", H}, {"w", W}};
+  EXPECT_TRUE(all_close(name + " forward", got_y, want_y, shape, 2e-6, 2e-6));
+  EXPECT_TRUE(all_close(name + " backward", got_dx, want_dx, shape, 2e-6, 2e-6));
 }
 
 }  // namespace
@@ -58,8 +59,10 @@ TEST(Task6_7_Activation, Tanh) { check_activation(Activation::Tanh); }
 // and run stage 04's kernels for them.
 TEST(Task6_7_Activation, LeakyReluAndSoftplusHaveNoCudnnMode) {
   cudnnActivationMode_t mode = CUDNN_ACTIVATION_IDENTITY;
-  EXPECT_FALSE(cudnn_activation_mode(Activation::LeakyReLU, &mode));
-  EXPECT_FALSE(cudnn_activation_mode(Activation::Softplus, &mode));
+  EXPECT_FALSE(cudnn_activation_mode(Activation::LeakyReLU, &mode))
+      << "cuDNN has no leaky ReLU; it gave mode " << ::testing::PrintToString(mode);
+  EXPECT_FALSE(cudnn_activation_mode(Activation::Softplus, &mode))
+      << "cuDNN has no softplus; it gave mode " << ::testing::PrintToString(mode);
   ASSERT_TRUE(cudnn_activation_mode(Activation::ReLU, &mode));
   EXPECT_EQ(mode, CUDNN_ACTIVATION_RELU);
   ASSERT_TRUE(cudnn_activation_mode(Activation::Sigmoid, &mode));

@@ -64,15 +64,19 @@ void check_loss(int B, int K, double spread, std::uint64_t seed) {
   const double mean_loss = softmax_cross_entropy_forward(z.data(), labels.data(), probs.data(), B, K);
   softmax_cross_entropy_backward(probs.data(), labels.data(), want_dlogits.data(), B, K);
   unsigned long long want_correct = 0;
+  std::vector<int> want_predictions(static_cast<std::size_t>(B));
   for (int n = 0; n < B; ++n) {
     const int best = argmax(z.data() + static_cast<long>(n) * K, K);
     want_correct += best == labels[static_cast<std::size_t>(n)];
-    EXPECT_EQ(got.predictions[static_cast<std::size_t>(n)], best) << what << ": prediction of row " << n;
+    want_predictions[static_cast<std::size_t>(n)] = best;
   }
+  EXPECT_TRUE(testkit::tensor_matches("predictions (the first arg-max of each row), " + what, {{"n", B}},
+                                      got.predictions, want_predictions, testkit::Tolerance{0, 0}));
   // Each row's loss is a float log-sum-exp: ~1e-6 of its size; the sum is kept in double.
-  EXPECT_NEAR(got.loss_sum - 100.0, mean_loss * B, 2e-6 * B * std::max(1.0, mean_loss)) << what << ": loss sum";
-  EXPECT_EQ(got.correct - 5, want_correct) << what << ": correct count";
-  EXPECT_TRUE(all_close("dlogits, " + what, got.dlogits, want_dlogits, {B, K}, 1e-7 / B + 1e-8, 1e-5));
+  EXPECT_NEAR(got.loss_sum - 100.0, mean_loss * B, 2e-6 * B * std::max(1.0, mean_loss))
+      << what << ": loss sum added to the 100 it started from (first), stage 01's (second)";
+  EXPECT_EQ(got.correct - 5, want_correct) << what << ": correct count added to the 5 it started from (left)";
+  EXPECT_TRUE(all_close("dlogits, " + what, got.dlogits, want_dlogits, {{"n", B}, {"k", K}}, 1e-7 / B + 1e-8, 1e-5));
 }
 
 }  // namespace
@@ -88,10 +92,12 @@ TEST(Task6_8_SoftmaxLoss, LargeLogitsStayFinite) {
   TestGpu gpu;
   const std::vector<double> z = {80, -80, 0, -80, 80, 0};
   const LossOut got = run_gpu_loss(gpu, z, {1, 1}, 2, 3, 0.0, 0);
-  EXPECT_TRUE(std::isfinite(got.loss_sum));
-  EXPECT_NEAR(got.loss_sum, 160.0, 1e-3) << "row 0 is wrong by 160 nats, row 1 right";
-  EXPECT_EQ(got.correct, 1u);
-  EXPECT_NEAR(got.dlogits[0], 0.5, 1e-6) << "(p - y) / B with p = 1, y = 0, B = 2";
-  EXPECT_NEAR(got.dlogits[1], -0.5, 1e-6);
-  for (double v : got.dlogits) EXPECT_TRUE(std::isfinite(v));
+  EXPECT_TRUE(std::isfinite(got.loss_sum)) << "loss sum " << got.loss_sum;
+  EXPECT_NEAR(got.loss_sum, 160.0, 1e-3) << "loss sum: row 0 is wrong by 160 nats, row 1 right";
+  EXPECT_EQ(got.correct, 1u) << "correct count: row 1 is right, row 0 wrong";
+  EXPECT_NEAR(got.dlogits[0], 0.5, 1e-6) << "dlogits[0][0] of [n=2, k=3]: (p - y) / B with p = 1, y = 0, B = 2";
+  EXPECT_NEAR(got.dlogits[1], -0.5, 1e-6) << "dlogits[0][1] of [n=2, k=3]: (p - y) / B with p = 0, y = 1, B = 2";
+  for (std::size_t i = 0; i < got.dlogits.size(); ++i)
+    EXPECT_TRUE(std::isfinite(got.dlogits[i]))
+        << "dlogits[" << i / 3 << "][" << i % 3 << "] of [n=2, k=3] is " << got.dlogits[i];
 }

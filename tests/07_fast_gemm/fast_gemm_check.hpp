@@ -33,6 +33,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -42,6 +43,7 @@
 #include "07_fast_gemm/fast_gemm.hpp"
 #include "common/cuda_check.hpp"
 #include "common/rng.hpp"
+#include "tensor_check.hpp"
 
 #ifndef SKIP_WITHOUT_GPU
 #define SKIP_WITHOUT_GPU()                                     \
@@ -171,38 +173,93 @@ inline double sum_bound(const Case& c, int K, const Product& p, const std::vecto
          (c.beta != 0.f ? kU32 * std::fabs(c.beta * c0[i]) : 0.0) + 1e-30;
 }
 
+/// Mistakes of a GEMM's epilogue as the values they would give, from the product `ref` of a case
+/// with beta != 0: C = alpha op(A) op(B) + beta C0 with beta C0 left out, with alpha left out, or
+/// with C0 added unscaled.
+inline std::vector<testkit::KnownSlip> epilogue_slips(const Case& c, const Product& ref, const std::vector<float>& c0) {
+  if (c.beta == 0.f || c0.size() != ref.c.size()) return {};
+  std::vector<double> no_beta(ref.c.size()), no_alpha(ref.c.size()), unscaled(ref.c.size());
+  for (std::size_t i = 0; i < ref.c.size(); ++i) {
+    const double bc = static_cast<double>(c.beta) * c0[i], ab = ref.c[i] - bc;  // alpha op(A) op(B)
+    no_beta[i] = ab;
+    no_alpha[i] = ab / c.alpha + bc;
+    unscaled[i] = ab + c0[i];
+  }
+  return {{"alpha op(A) op(B) without the beta C0 term", no_beta},
+          {"op(A) op(B) + beta C0 (alpha left out)", no_alpha},
+          {"alpha op(A) op(B) + C0 (C0 not scaled by beta)", unscaled}};
+}
+
 /// Checks `got` against tolerance 1 (every element) and, for TF32 and BF16, `exact` against
-/// tolerance 2 (in norm). The message names the kernel, the case, the worst element, its
-/// row and column, the values and the bound.
-inline ::testing::AssertionResult within_bounds(const std::string& what, const Case& c, int K, const std::vector<float>& got,
-                                                const Product& ref, const std::vector<float>& c0, Precision precision,
-                                                const Product* exact) {
-  std::size_t worst = 0;
+/// tolerance 2 (in norm). On failure it says what tensor_matches() says (tests/support/
+/// tensor_check.hpp): the kernel and the case, C's shape [m, n], expected and actual at the
+/// first elements past their bound and at the worst (each with its bound), and the slip that
+/// explains them where one does: a transpose, a sign, a factor, an index off by one, elements
+/// never written, where the wrong ones lie, a slip of the epilogue (epilogue_slips()), operands
+/// not rounded (the `exact` product), or one of `slips()` (mistakes the caller knows and
+/// computes, asked for only on failure).
+inline ::testing::AssertionResult within_bounds(const std::string& what, const Case& c, int K,
+                                                const std::vector<float>& got, const Product& ref,
+                                                const std::vector<float>& c0, Precision precision, const Product* exact,
+                                                const std::function<std::vector<testkit::KnownSlip>()>& slips = {}) {
   double worst_ratio = -1;
   for (std::size_t i = 0; i < got.size(); ++i) {
     const double err = std::fabs(static_cast<double>(got[i]) - ref.c[i]);
     const double ratio = std::isfinite(got[i]) ? err / sum_bound(c, K, ref, c0, i) : INFINITY;
-    if (ratio > worst_ratio) worst_ratio = ratio, worst = i;
+    if (ratio > worst_ratio) worst_ratio = ratio;
   }
-  std::ostringstream where;
-  if (!got.empty())
-    where << "C[" << worst / c.N << "][" << worst % c.N << "] = " << got[worst] << ", exact on the rounded operands "
-          << ref.c[worst] << ", error " << std::fabs(got[worst] - ref.c[worst]) << " vs bound "
-          << sum_bound(c, K, ref, c0, worst);
-  if (worst_ratio > 1)
-    return ::testing::AssertionFailure() << what << ", " << c.str() << ": worst element " << where.str() << " ("
-                                         << worst_ratio << " x the bound 4 u (sqrt(K) + 2) sum|a b|)";
+  const TensorShape shape{{"m", c.M}, {"n", c.N}};
+  if (worst_ratio > 1) {
+    // Entry i passes within its own bound; the diagnosis, which compares values across entries,
+    // uses the largest bound of any entry.
+    double largest = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) largest = std::max(largest, sum_bound(c, K, ref, c0, i));
+    const testkit::EntryRule rule{
+        [&](std::size_t i, double) { return sum_bound(c, K, ref, c0, i); },
+        [largest](double a, double e) { return std::fabs(a - e) <= largest; },
+        "an element passes within 4 u (sqrt(K) + 2) sum|a b| + u |beta C0| of the exact product of the operands "
+        "as the kernel rounds them",
+        true};
+    std::vector<std::string> notes;
+    std::ostringstream worst_note;
+    worst_note << "the worst is " << worst_ratio << " x its bound";
+    notes.push_back(worst_note.str());
+    bool nan = false;
+    for (float v : got) nan = nan || std::isnan(v);
+    if (nan && c.beta == 0.f)
+      notes.push_back(
+          "C starts as NaN when beta = 0: an element never written stays NaN, and so does one computed as "
+          "alpha AB + 0 x C (C must not be read when beta is 0)");
+    std::vector<testkit::KnownSlip> known = epilogue_slips(c, ref, c0);
+    if (exact && precision != Precision::FP32)  // a TF32 or BF16 kernel that does not round its operands
+      known.push_back(
+          {"operands not rounded to " + precision_name(precision) + " (the product of the FP32 values)", exact->c});
+    if (slips) {
+      const std::vector<testkit::KnownSlip> more = slips();
+      known.insert(known.end(), more.begin(), more.end());
+    }
+    return ::testing::AssertionFailure() << testkit::describe_mismatch(
+               what + ", " + c.str(), shape, std::vector<double>(got.begin(), got.end()), ref.c, rule, known, notes);
+  }
   if (exact && precision != Precision::FP32) {
-    double diff = 0, norm = 0;
+    double diff = 0, norm = 0, far = -1;
+    std::size_t at = 0;
     for (std::size_t i = 0; i < got.size(); ++i) {
-      diff += (got[i] - exact->c[i]) * (got[i] - exact->c[i]);
+      const double d = got[i] - exact->c[i];
+      diff += d * d;
       norm += exact->c[i] * exact->c[i];
+      if (std::fabs(d) > far) far = std::fabs(d), at = i;
     }
     const double rel = std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
     const double bound = 2 * unit_roundoff(precision);
     if (rel > bound)
-      return ::testing::AssertionFailure() << what << ", " << c.str() << ": ||C - exact|| / ||exact|| = " << rel
-                                           << " > 2 u_" << precision_name(precision) << " = " << bound;
+      return ::testing::AssertionFailure()
+             << what << ", " << c.str() << ", shape " << shape.str()
+             << ": every element is within its bound of the product of the operands rounded to "
+             << precision_name(precision) << ", but against the exact product of the unrounded ones ||C - exact|| / "
+             << "||exact|| = " << rel << " > 2 u_" << precision_name(precision) << " = " << bound
+             << "\n    the element farthest from it at " << shape.where(at) << ": exact " << exact->c[at] << ", actual "
+             << got[at] << ", the product of the rounded operands " << ref.c[at] << "\n";
   }
   return ::testing::AssertionSuccess();
 }
@@ -258,16 +315,21 @@ void expect_products_right(const std::string& what, Precision precision, std::ve
     run(c, A.get() + c.offset, B.get() + c.offset, C.get() + kGuard + c.offset);
     CUDA_CHECK(cudaDeviceSynchronize());
     const std::vector<float> out = C.download();
-    for (int g = 0; g < kGuard + c.offset; ++g)
-      ASSERT_EQ(out[static_cast<std::size_t>(g)], kSentinel) << what << ", " << c.str() << ": wrote before C";
+    for (int g = kGuard + c.offset - 1; g >= 0; --g)  // nearest C first
+      ASSERT_EQ(out[static_cast<std::size_t>(g)], kSentinel)
+          << what << ", " << c.str() << ": wrote before C [m=" << c.M << ", n=" << c.N << "], at C["
+          << g - kGuard - c.offset << "] (" << kGuard + c.offset - g << " floats before C[0]; the guard value is "
+          << kSentinel << ")";
     for (std::size_t g = kGuard + c.offset + mn; g < out.size(); ++g)
-      ASSERT_EQ(out[g], kSentinel) << what << ", " << c.str() << ": wrote past C";
+      ASSERT_EQ(out[g], kSentinel) << what << ", " << c.str() << ": wrote past C [m=" << c.M << ", n=" << c.N
+                                   << "], at C[" << g - kGuard - c.offset << "] (" << g - kGuard - c.offset - mn + 1
+                                   << " floats past its last element; the guard value is " << kSentinel << ")";
     const std::vector<float> got(out.begin() + kGuard + c.offset, out.begin() + kGuard + c.offset + static_cast<long>(mn));
     const Product ref = cpu_product(c, rounded(a, precision), rounded(b, precision), c0);
     const Product exact = precision == Precision::FP32 ? Product{} : cpu_product(c, a, b, c0);
     const ::testing::AssertionResult ok =
         within_bounds(what, c, c.K, got, ref, c0, precision, precision == Precision::FP32 ? nullptr : &exact);
-    ASSERT_TRUE(ok) << ok.message();
+    if (!ok) FAIL() << ok.message();
   }
 }
 
@@ -342,17 +404,38 @@ void expect_slices_right(const std::string& what, Precision precision, const std
         CUDA_CHECK(cudaDeviceSynchronize());
         const std::vector<float> parts = P.download();
         for (std::size_t g = mn * slices; g < parts.size(); ++g)
-          ASSERT_EQ(parts[g], kSentinel) << what << ", " << c.str() << ": wrote past the last partial";
+          ASSERT_EQ(parts[g], kSentinel) << what << ", " << c.str() << ": wrote past the last partial [" << slices
+                                         << " x " << c.M << " x " << c.N << "], " << g - mn * slices + 1
+                                         << " floats past its end (the guard value is " << kSentinel << ")";
         const std::vector<float> ar = rounded(a, precision), br = rounded(b, precision);
         for (int z : {0, slices / 2, slices - 1}) {
           const int k0 = z * k_slice, k1 = std::min(c.K, k0 + k_slice);
           const Product ref = cpu_product(c, ar, br, {}, k0, k1);
           const std::vector<float> got(parts.begin() + static_cast<long>(z * mn), parts.begin() + static_cast<long>((z + 1) * mn));
+          // Slips of the slicing: the product over all of K, or over k < the slice's end (the slices' sums
+          // accumulated), and the slice next to it.
+          const auto slicing_slips = [&, z, k0, k1, k_slice] {
+            std::vector<testkit::KnownSlip> v = {
+                {"the product over all of K (the slice's range ignored)", cpu_product(c, ar, br, {}).c},
+                {"the product over k < " + std::to_string(k1) + " (the sums of slices 0 to " + std::to_string(z) +
+                     " accumulated)",
+                 cpu_product(c, ar, br, {}, 0, k1).c}};
+            if (k1 < c.K)
+              v.push_back({"the next slice's product (over k in [" + std::to_string(k1) + ", " +
+                               std::to_string(std::min(c.K, k1 + k_slice)) + "))",
+                           cpu_product(c, ar, br, {}, k1, std::min(c.K, k1 + k_slice)).c});
+            if (k0 > 0)
+              v.push_back({"the previous slice's product (over k in [" + std::to_string(k0 - k_slice) + ", " +
+                               std::to_string(k0) + "))",
+                           cpu_product(c, ar, br, {}, k0 - k_slice, k0).c});
+            return v;
+          };
           const ::testing::AssertionResult ok =
               within_bounds(what + ", split-K slice " + std::to_string(z) + " of " + std::to_string(slices) +
-                                " (slices of " + std::to_string(k_slice) + ")",
-                            c, k1 - k0, got, ref, {}, precision, nullptr);
-          ASSERT_TRUE(ok) << ok.message();
+                                " (slices of " + std::to_string(k_slice) + ", this one over k in [" +
+                                std::to_string(k0) + ", " + std::to_string(k1) + "))",
+                            c, k1 - k0, got, ref, {}, precision, nullptr, slicing_slips);
+          if (!ok) FAIL() << ok.message();
         }
       }
     }

@@ -5,6 +5,7 @@
 #include <gtest/gtest-spi.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "fast_gemm_check.hpp"
@@ -28,11 +29,13 @@ Planted make(Case c, std::uint64_t seed) {
 std::vector<float> as_float(const std::vector<double>& v) { return {v.begin(), v.end()}; }
 
 // Does the check accept `got` as the product of p at `precision`?
-bool accepted(const Planted& p, const std::vector<float>& got, Precision precision) {
+::testing::AssertionResult accepted(const Planted& p, const std::vector<float>& got, Precision precision) {
   const Product ref = cpu_product(p.c, rounded(p.a, precision), rounded(p.b, precision), p.c0);
   const Product exact = cpu_product(p.c, p.a, p.b, p.c0);
   return within_bounds("planted", p.c, p.c.K, got, ref, p.c0, precision, &exact);
 }
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
 
@@ -73,8 +76,16 @@ TEST(Stage07_Checker, RejectsAlphaOrBetaLeftOut) {
   Case no_alpha = c, no_beta = c;
   no_alpha.alpha = 1.f;
   no_beta.beta = 0.f;
-  EXPECT_FALSE(accepted(p, as_float(cpu_product(no_alpha, p.a, p.b, p.c0).c), Precision::FP32));
-  EXPECT_FALSE(accepted(p, as_float(cpu_product(no_beta, p.a, p.b, p.c0).c), Precision::FP32));
+  const ::testing::AssertionResult a = accepted(p, as_float(cpu_product(no_alpha, p.a, p.b, p.c0).c), Precision::FP32);
+  const ::testing::AssertionResult b = accepted(p, as_float(cpu_product(no_beta, p.a, p.b, p.c0).c), Precision::FP32);
+  EXPECT_FALSE(a);
+  EXPECT_FALSE(b);
+  // The message names the slip.
+  EXPECT_TRUE(has(a.message(), "diagnosis: actual is what op(A) op(B) + beta C0 (alpha left out) gives"))
+      << a.message();
+  EXPECT_TRUE(has(b.message(), "diagnosis: actual is what alpha op(A) op(B) without the beta C0 term gives"))
+      << b.message();
+  EXPECT_TRUE(has(b.message(), "shape [m=20, n=20]")) << b.message();
 }
 
 // A TF32 or BF16 kernel that does not round its operands (the tensor cores would then cut them,
@@ -94,8 +105,11 @@ TEST(Stage07_Checker, RejectsOperandsCutInsteadOfRoundedOrNotRoundedAtAll) {
     };
     EXPECT_FALSE(accepted(p, as_float(cpu_product(c, cut(p.a), cut(p.b), p.c0).c), precision))
         << precision_name(precision) << ": operands cut";
-    EXPECT_FALSE(accepted(p, as_float(cpu_product(c, p.a, p.b, p.c0).c), precision))
-        << precision_name(precision) << ": operands not rounded (FP32 math claiming " << precision_name(precision) << ")";
+    const ::testing::AssertionResult not_rounded = accepted(p, as_float(cpu_product(c, p.a, p.b, p.c0).c), precision);
+    EXPECT_FALSE(not_rounded) << precision_name(precision) << ": operands not rounded (FP32 math claiming "
+                              << precision_name(precision) << ")";
+    EXPECT_TRUE(has(not_rounded.message(), "actual is what operands not rounded to " + precision_name(precision)))
+        << not_rounded.message();
   }
 }
 

@@ -58,11 +58,17 @@ TEST(Task7_4_Autotune, NeverChoosesAWrongCandidateHoweverFast) {
     A.upload(a), B.upload(b);
     const GemmProblem p{c.trans_a, c.trans_b, c.M, c.N, c.K, 1.f, 0.f, A.get(), B.get(), C.get()};
     const TuneResult& r = tuner.choose(p, 0);
-    EXPECT_GE(r.choice, 3) << c.str() << ": chose a planted wrong candidate";
-    EXPECT_EQ(r.rejected.size(), 3u) << c.str() << ": the three planted candidates must be rejected";
+    std::string rejected;  // what the tuner rejected, for the messages
+    for (const std::string& why : r.rejected) rejected += "\n    " + why;
+    EXPECT_GE(r.choice, 3) << c.str() << ": chose planted candidate " << r.choice
+                           << " (0 writes zeros, 1 skips the last k, 2 fails to launch); rejected:" << rejected;
+    EXPECT_EQ(r.rejected.size(), 3u) << c.str()
+                                     << ": the three planted candidates must be rejected; rejected:" << rejected;
     for (int planted = 0; planted < 3; ++planted)
-      EXPECT_TRUE(std::isnan(r.candidate_ms[static_cast<std::size_t>(planted)])) << c.str() << ": planted " << planted << " was timed";
-    EXPECT_GT(r.ms, 0) << c.str();
+      EXPECT_TRUE(std::isnan(r.candidate_ms[static_cast<std::size_t>(planted)]))
+          << c.str() << ": planted " << planted << " was timed (" << r.candidate_ms[static_cast<std::size_t>(planted)]
+          << " ms), so it was not rejected";
+    EXPECT_GT(r.ms, 0) << c.str() << ": the chosen candidate's median time in ms";
   }
   EXPECT_NE(report.str().find("rejected"), std::string::npos) << "the report says what was rejected:\n" << report.str();
 }
@@ -93,7 +99,7 @@ TEST(Task7_4_Autotune, TunesEachShapeOnceAndRemembers) {
   p.K = 299;
   tuner.choose(p, 0);
   EXPECT_GT(g_counted_launches, tuning) << "another K is another shape";
-  EXPECT_EQ(tuner.choices().size(), 2u);
+  EXPECT_EQ(tuner.choices().size(), 2u) << "shapes the tuner remembers a choice for: K = 300 and K = 299";
 }
 
 // The capture check is the tuner's glue, not Task 7.4's core: it holds on the exercise track too.

@@ -48,17 +48,47 @@ std::vector<float> hard_values() {
   return v;
 }
 
-// The first value `round` rounds differently from the reference, as a message naming the task.
+// x with its low 24 - bits significand bits cleared: rounded toward zero (for normal values).
+float truncated(float x, int bits) { return from_bits(to_bits(x) & ~((1u << (24 - bits)) - 1u)); }
+
+// The slip that explains `got` as the rounding of x to `bits` significant bits with the other tie
+// rule, toward zero, or to one bit more or fewer; "" when none does.
+std::string rounding_slip(float x, float got, int bits, bool ties_away) {
+  const std::uint32_t g = to_bits(got);
+  if (g == to_bits(reference_round(x, bits, !ties_away)))
+    return std::string("a tie rounded ") + (ties_away ? "to even" : "away from zero") + " where it goes " +
+           (ties_away ? "away from zero" : "to even");
+  if (g == to_bits(truncated(x, bits))) return "rounded toward zero (the low bits cut off, not rounded)";
+  for (int other : {bits - 1, bits + 1})
+    if (g == to_bits(reference_round(x, other, ties_away)) || g == to_bits(reference_round(x, other, !ties_away)))
+      return "rounded to " + std::to_string(other) + " significant bits, not " + std::to_string(bits) +
+             " (a mask or a shift off by one)";
+  return "";
+}
+
+// The value, its bits and the input's position in the list, for a message.
+std::string describe_float(float v) {
+  std::ostringstream o;
+  o.precision(9);
+  o << v << " (0x" << std::hex << to_bits(v) << ")";
+  return o.str();
+}
+
+// The first value `round` rounds differently from the reference, as a message naming the task:
+// the input, its position among hard_values(), both results with their bits, and the slip.
 template <typename Round>
 std::string first_difference(const char* name, int bits, bool ties_away, Round&& round) {
-  for (const float x : hard_values()) {
-    const float want = reference_round(x, bits, ties_away), got = round(x);
+  const std::vector<float> values = hard_values();
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const float x = values[i], want = reference_round(x, bits, ties_away), got = round(x);
     if (to_bits(got) != to_bits(want)) {
       std::ostringstream o;
-      o << "Task 7.5: " << name << "(" << x << " = 0x" << std::hex << to_bits(x) << ") gave " << std::dec << got
-        << " (0x" << std::hex << to_bits(got) << "), the nearest value (ties " << (ties_away ? "away from zero" : "to even")
-        << ") is " << std::dec << want
-        << " (0x" << std::hex << to_bits(want) << ")";
+      o << "Task 7.5: " << name << "(" << describe_float(x) << "), value " << i << " of the " << values.size()
+        << " tested: expected " << describe_float(want) << " (the nearest value with " << bits
+        << " significant bits, ties " << (ties_away ? "away from zero" : "to even") << "), actual "
+        << describe_float(got);
+      const std::string slip = rounding_slip(x, got, bits, ties_away);
+      if (!slip.empty()) o << "\n    diagnosis: " << slip;
       return o.str();
     }
   }
@@ -81,12 +111,14 @@ TEST(Task7_5_Rounding, NanStaysNanAndInfinityStaysInfinity) {
   const float inf = std::numeric_limits<float>::infinity();
   for (const std::uint32_t nan_bits : {0x7FC00000u, 0x7F800001u, 0xFF800100u, 0x7FFFFFFFu}) {
     const float nan = from_bits(nan_bits);
-    EXPECT_TRUE(std::isnan(round_to_tf32(nan))) << "Task 7.5: round_to_tf32 of NaN 0x" << std::hex << nan_bits;
-    EXPECT_TRUE(std::isnan(round_to_bf16(nan))) << "Task 7.5: round_to_bf16 of NaN 0x" << std::hex << nan_bits
-                                                << " (a NaN whose payload is in the low bits must not become infinity)";
+    EXPECT_TRUE(std::isnan(round_to_tf32(nan))) << "Task 7.5: round_to_tf32 of NaN 0x" << std::hex << nan_bits
+                                                << " gave " << describe_float(round_to_tf32(nan));
+    EXPECT_TRUE(std::isnan(round_to_bf16(nan)))
+        << "Task 7.5: round_to_bf16 of NaN 0x" << std::hex << nan_bits << " gave " << describe_float(round_to_bf16(nan))
+        << " (a NaN whose payload is in the low bits must not become infinity)";
   }
-  EXPECT_EQ(round_to_tf32(inf), inf) << "Task 7.5";
-  EXPECT_EQ(round_to_bf16(-inf), -inf) << "Task 7.5";
+  EXPECT_EQ(round_to_tf32(inf), inf) << "Task 7.5: round_to_tf32 of +infinity";
+  EXPECT_EQ(round_to_bf16(-inf), -inf) << "Task 7.5: round_to_bf16 of -infinity";
 }
 
 TEST(Task7_5_Rounding, TheDeviceRoundsAsTheHostDoes) {
@@ -101,9 +133,29 @@ TEST(Task7_5_Rounding, TheDeviceRoundsAsTheHostDoes) {
   std::vector<std::uint16_t> got_bf16(v.size());
   CUDA_CHECK(cudaMemcpy(got_bf16.data(), bf16.get(), v.size() * 2, cudaMemcpyDeviceToHost));
   const std::vector<float> got_tf32 = tf32.download();
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    ASSERT_EQ(got_bf16[i], round_to_bf16_bits(v[i])) << "Task 7.5: convert_to_bf16 of " << v[i];
-    ASSERT_EQ(to_bits(got_tf32[i]), to_bits(round_to_tf32(v[i])))
-        << "Task 7.5: the GPU's cvt.rna.tf32.f32 and round_to_tf32 disagree on " << v[i];
-  }
+  // The first value of each array the device rounds differently from the host, with the slip.
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (got_bf16[i] != round_to_bf16_bits(v[i])) {
+      const float got = from_bits(static_cast<std::uint32_t>(got_bf16[i]) << 16), want = round_to_bf16(v[i]);
+      const std::string slip = rounding_slip(v[i], got, 8, false);
+      ADD_FAILURE() << "Task 7.5: convert_to_bf16 of " << describe_float(v[i]) << ", value " << i << " of the "
+                    << v.size() << " tested: expected " << describe_float(want) << " (round_to_bf16_bits on the host), "
+                    << "actual " << describe_float(got) << (slip.empty() ? "" : "\n    diagnosis: " + slip);
+      break;
+    }
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (to_bits(got_tf32[i]) != to_bits(round_to_tf32(v[i]))) {
+      // The one of the two that differs from the reference is diagnosed (round_to_tf32 on the host, as a rule).
+      const float host = round_to_tf32(v[i]), want = reference_round(v[i], 11, true);
+      const bool host_wrong = to_bits(host) != to_bits(want);
+      const std::string slip = rounding_slip(v[i], host_wrong ? host : got_tf32[i], 11, true);
+      ADD_FAILURE() << "Task 7.5: the GPU's cvt.rna.tf32.f32 and round_to_tf32 disagree on " << describe_float(v[i])
+                    << ", value " << i << " of the " << v.size() << " tested: the host gives " << describe_float(host)
+                    << ", the GPU " << describe_float(got_tf32[i]) << ", the nearest TF32 value (ties away from zero) "
+                    << "is " << describe_float(want)
+                    << (slip.empty() ? ""
+                                     : std::string("\n    diagnosis (of the ") + (host_wrong ? "host" : "GPU") +
+                                           "'s value): " + slip);
+      break;
+    }
 }

@@ -167,10 +167,12 @@ struct ConvBlockReference {
   }
 };
 
-/// Passes when got is within atol + rtol |ref| of ref everywhere (stage 04's check,
-/// which also names the worst element and where it is).
+/// Passes when got is within atol + rtol |ref| of ref everywhere (stage 04's check, whose
+/// message is tensor_matches()'s: the named shape, expected and actual at the first wrong
+/// elements and the worst, and the slip that explains them where one does). Name the axes:
+/// {{"n", B}, {"c", F}, {"h", Hq}, {"w", Wq}}.
 inline ::testing::AssertionResult close(const std::string& what, const std::vector<float>& got,
-                                        const std::vector<double>& ref, const std::vector<int>& shape, double atol,
+                                        const std::vector<double>& ref, const TensorShape& shape, double atol,
                                         double rtol = kSumRtol) {
   return gputest::close_enough(what, got, to_float(ref), shape, atol, rtol, 1.0);
 }

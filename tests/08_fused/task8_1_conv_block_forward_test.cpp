@@ -35,7 +35,8 @@ void check_forward(const ConvBlockCase& c, int target_blocks) {
   const std::string context = c.describe() + ", " + std::to_string(a.blocks) + " blocks of " +
                               std::to_string(a.images) + " examples";
   const double atol = sum_atol(s.C * s.K * s.K + 1);
-  EXPECT_TRUE(close("y (" + context + ")", got, ref.y, {c.B, s.F, s.Hq, s.Wq}, atol));
+  const TensorShape y_shape{{"n", c.B}, {"c", s.F}, {"h", s.Hq}, {"w", s.Wq}};
+  EXPECT_TRUE(close("y (" + context + ")", got, ref.y, y_shape, atol));
   if (s.Q == 1) return;
   // The arg-max must be the reference's wherever the window's two largest values are
   // further apart than the two sides' rounding; within it, either cell is right.
@@ -45,10 +46,12 @@ void check_forward(const ConvBlockCase& c, int target_blocks) {
       ++differ;
       if (first < 0) first = static_cast<long>(o);
     }
-  EXPECT_EQ(differ, 0) << "argmax (" << context << "): " << differ << " windows name another maximum; the first at "
-                       << index_to_string(static_cast<std::size_t>(std::max(first, 0L)), {c.B, s.F, s.Hq, s.Wq})
-                       << ": got offset " << (first >= 0 ? int(got_window[first]) : -1) << ", expected "
-                       << (first >= 0 ? int(ref.window[first]) : -1) << " (dh * Q + dw)";
+  EXPECT_EQ(differ, 0) << "argmax (" << context << "), shape " << y_shape.str() << ": " << differ << " of " << out
+                       << " windows name another maximum (away from near-ties); the first at "
+                       << y_shape.where(static_cast<std::size_t>(std::max(first, 0L))) << ": expected offset "
+                       << (first >= 0 ? int(ref.window[first]) : -1) << ", actual "
+                       << (first >= 0 ? int(got_window[first]) : -1) << " (dh * Q + dw in the " << s.Q << " x " << s.Q
+                       << " window)";
 }
 
 }  // namespace
@@ -84,7 +87,12 @@ TEST(Task8_1_ConvBlockForward, TiesGoToTheFirstCellOfTheWindow) {
     DeviceBuffer<float> y = poisoned<float>(static_cast<std::size_t>(B) * 3 * 9);
     DeviceBuffer<unsigned char> argmax = poisoned<unsigned char>(y.size());
     conv_block_forward_gpu(plan_conv_block_forward(s, B, x.get(), w.get(), b.get(), y.get(), argmax.get(), kTargetBlocks));
-    for (float v : to_host(y)) EXPECT_EQ(v, 0.f) << "bias " << bias;
-    for (unsigned char o : to_host(argmax)) EXPECT_EQ(int(o), 0) << "bias " << bias << ": the first cell wins a tie";
+    const TensorShape shape{{"n", B}, {"c", 3}, {"h", 3}, {"w", 3}};
+    const std::vector<float> zeros(y.size(), 0.f);
+    EXPECT_TRUE(testkit::tensor_matches("y, every input 0, bias " + std::to_string(bias), shape, to_host(y), zeros,
+                                        testkit::Tolerance{0, 0}));
+    EXPECT_TRUE(testkit::tensor_matches("argmax (window offsets), every input 0, bias " + std::to_string(bias) +
+                                            ": the first cell of a window wins a tie",
+                                        shape, to_host(argmax), zeros, testkit::Tolerance{0, 0}));
   }
 }

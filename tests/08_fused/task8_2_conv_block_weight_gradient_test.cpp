@@ -36,8 +36,8 @@ void check_weight_gradient(const ConvBlockCase& c, int target_blocks, int wg_ima
   DeviceBuffer<float> db = poisoned<float>(static_cast<std::size_t>(c.B) * s.F);
   const ConvBackwardArgs a = plan_conv_block_backward(s, c.B, x.get(), w.get(), y.get(), argmax.get(), dy.get(),
                                                       dw.get(), db.get(), nullptr, target_blocks, wg_images);
-  ASSERT_EQ(a.input_blocks, 0) << "no dx was asked for";
-  ASSERT_LE(a.wg_slices, c.B);
+  ASSERT_EQ(a.input_blocks, 0) << c.describe() << ": input-gradient blocks planned, and no dx was asked for";
+  ASSERT_LE(a.wg_slices, c.B) << c.describe() << ": slices of the weight gradient, more than one per example";
   const ConvBlockReference ref(c, in, /*backward=*/true);
   y.upload(to_float(ref.y).data(), outputs);
   argmax.upload(ref.window.data(), outputs);
@@ -47,8 +47,8 @@ void check_weight_gradient(const ConvBlockCase& c, int target_blocks, int wg_ima
   const std::string context = c.describe() + ", " + std::to_string(a.wg_slices) + " slices of " +
                               std::to_string(a.wg_images) + " examples, " + std::to_string(a.weight_blocks) + " blocks";
   const double atol = sum_atol(c.B * s.Hq * s.Wq);
-  EXPECT_TRUE(close("dW (" + context + ")", got_dw, ref.dw, {s.F, s.C, s.K, s.K}, atol));
-  EXPECT_TRUE(close("db (" + context + ")", got_db, ref.db, {s.F}, atol));
+  EXPECT_TRUE(close("dW (" + context + ")", got_dw, ref.dw, {{"o", s.F}, {"c", s.C}, {"kh", s.K}, {"kw", s.K}}, atol));
+  EXPECT_TRUE(close("db (" + context + ")", got_db, ref.db, {{"o", s.F}}, atol));
 }
 
 }  // namespace

@@ -27,14 +27,15 @@ void check_input_gradient(const ConvBlockCase& c, int target_blocks) {
   DeviceBuffer<float> dx = poisoned<float>(static_cast<std::size_t>(c.B) * s.C * s.H * s.W);
   const ConvBackwardArgs a = plan_conv_block_backward(s, c.B, nullptr, w.get(), y.get(), argmax.get(), dy.get(),
                                                       nullptr, nullptr, dx.get(), target_blocks);
-  ASSERT_EQ(a.weight_blocks, 0) << "no weight gradient was asked for";
+  ASSERT_EQ(a.weight_blocks, 0) << c.describe() << ": weight-gradient blocks planned, and no dW was asked for";
   const ConvBlockReference ref(c, in, /*backward=*/true);
   y.upload(to_float(ref.y).data(), outputs);
   argmax.upload(ref.window.data(), outputs);
   conv_block_backward_gpu(a);
   const std::string context = c.describe() + ", " + std::to_string(a.input_blocks) + " blocks of " +
                               std::to_string(a.ig_images) + " examples";
-  EXPECT_TRUE(close("dx (" + context + ")", to_host(dx), ref.dx, {c.B, s.C, s.H, s.W}, sum_atol(s.F * s.K * s.K)));
+  EXPECT_TRUE(close("dx (" + context + ")", to_host(dx), ref.dx, {{"n", c.B}, {"c", s.C}, {"h", s.H}, {"w", s.W}},
+                    sum_atol(s.F * s.K * s.K)));
 }
 
 }  // namespace
@@ -72,10 +73,12 @@ TEST(Task8_3_ConvBlockInputGradient, RunsBesideTheWeightGradientInOneLaunch) {
   DeviceBuffer<float> dx = poisoned<float>(static_cast<std::size_t>(c.B) * s.C * s.H * s.W);
   const ConvBackwardArgs a = plan_conv_block_backward(s, c.B, x.get(), w.get(), y.get(), argmax.get(), dy.get(),
                                                       dw.get(), db.get(), dx.get(), kTargetBlocks);
-  ASSERT_GT(a.weight_blocks, 0);
-  ASSERT_GT(a.input_blocks, 0);
+  ASSERT_GT(a.weight_blocks, 0) << c.describe() << ": weight-gradient blocks planned";
+  ASSERT_GT(a.input_blocks, 0) << c.describe() << ": input-gradient blocks planned";
   conv_block_backward_gpu(a);
-  EXPECT_TRUE(close("dx", to_host(dx), ref.dx, {c.B, s.C, s.H, s.W}, sum_atol(s.F * s.K * s.K)));
-  EXPECT_TRUE(close("dW", sum_slices(to_host(dw), a.wg_slices, weights), ref.dw, {s.F, s.C, s.K, s.K},
-                    sum_atol(c.B * s.Hq * s.Wq)));
+  EXPECT_TRUE(close("dx (" + c.describe() + ", beside the weight gradient)", to_host(dx), ref.dx,
+                    {{"n", c.B}, {"c", s.C}, {"h", s.H}, {"w", s.W}}, sum_atol(s.F * s.K * s.K)));
+  EXPECT_TRUE(close("dW (" + c.describe() + ", beside the input gradient)",
+                    sum_slices(to_host(dw), a.wg_slices, weights), ref.dw,
+                    {{"o", s.F}, {"c", s.C}, {"kh", s.K}, {"kw", s.K}}, sum_atol(c.B * s.Hq * s.Wq)));
 }

@@ -58,12 +58,16 @@ void check_dense_forward(const DenseCase& c, int max_slices, int repeat = 1) {
     DeviceBuffer<float> y = poisoned<float>(static_cast<std::size_t>(c.B) * c.OUT);
     const DenseForwardArgs a = plan_dense_forward(c.B, c.IN, c.OUT, c.act, x.get(), w.get(), b.get(), y.get(),
                                                   partials.get(), counters.get(), kTargetBlocks, max_slices);
-    ASSERT_LE(a.k_slices, max_slices);
+    ASSERT_LE(a.k_slices, max_slices) << c.describe() << ": slices of the sum planned";
     dense_forward_gpu(a);
     const std::string context = c.describe() + ", the sum in " + std::to_string(a.k_slices) + " slices of " +
                                 std::to_string(a.k_len) + ", launch " + std::to_string(r + 1);
-    EXPECT_TRUE(close("y (" + context + ")", to_host(y), want, {c.B, c.OUT}, sum_atol(c.IN + 1)));
-    for (unsigned int t : to_host(counters)) EXPECT_EQ(t, 0u) << context << ": a tile's ticket counter was not put back to 0";
+    EXPECT_TRUE(close("y (" + context + ")", to_host(y), want, {{"n", c.B}, {"o", c.OUT}}, sum_atol(c.IN + 1)));
+    EXPECT_TRUE(testkit::tensor_matches(
+        context + ": the tiles' ticket counters after the launch (each put back to 0)", {{"tile", tiles}},
+        to_host(counters), std::vector<unsigned int>(tiles, 0u), testkit::Tolerance{0, 0},
+        {{"counters left at the number of slices (the last block did not put its tile's back to 0)",
+          std::vector<double>(static_cast<std::size_t>(tiles), (r + 1.0) * a.k_slices)}}));
   }
 }
 
@@ -95,6 +99,7 @@ TEST(Task8_4_DenseForward, TheSplitSumGivesTheSameBitsEveryRun) {
   const std::vector<float> first = to_host(y);
   for (int r = 0; r < 10; ++r) {
     dense_forward_gpu(a);
-    EXPECT_EQ(to_host(y), first) << "launch " << r + 2 << " gave other bits";
+    EXPECT_TRUE(testkit::tensor_matches("y of launch " + std::to_string(r + 2) + " (expected: launch 1's bits)",
+                                        {{"n", 64}, {"o", 100}}, to_host(y), first, testkit::Tolerance{0, 0}));
   }
 }

@@ -41,7 +41,8 @@ void check_dense_backward(const DenseCase& c) {
   DeviceBuffer<float> gdx = poisoned<float>(c.dx ? hx.size() : 0);
   const DenseBackwardArgs a = plan_dense_backward(c.B, c.IN, c.OUT, c.act, gx.get(), gw.get(), gy.get(), gdy.get(),
                                                   gdw.get(), gdb.get(), c.dx ? gdx.get() : nullptr);
-  ASSERT_EQ(a.slices, slices) << context;
+  ASSERT_EQ(a.slices, slices) << context << ": slices of the weight gradient planned (left), ceil(B / "
+                              << kDenseRowsPerSlice << ") (right)";
   // The reference: forward for z and y, then stage 01's backward.
   const std::vector<double> x = to_double(hx), w = to_double(hw), dy = to_double(hdy);
   std::vector<double> z(hdy.size()), y(hdy.size()), dz(hdy.size());
@@ -57,12 +58,12 @@ void check_dense_backward(const DenseCase& c) {
 
   gy.upload(to_float(y).data(), y.size());
   dense_backward_gpu(a);
-  EXPECT_TRUE(close("dW (" + context + ")", sum_slices(to_host(gdw), a.slices, hw.size()), dw, {c.OUT, c.IN},
-                    sum_atol(c.B)));
-  EXPECT_TRUE(close("db (" + context + ")", sum_slices(to_host(gdb), a.slices, hb.size()), db, {c.OUT},
-                    sum_atol(c.B)));
+  EXPECT_TRUE(close("dW (" + context + ")", sum_slices(to_host(gdw), a.slices, hw.size()), dw,
+                    {{"o", c.OUT}, {"i", c.IN}}, sum_atol(c.B)));
+  EXPECT_TRUE(
+      close("db (" + context + ")", sum_slices(to_host(gdb), a.slices, hb.size()), db, {{"o", c.OUT}}, sum_atol(c.B)));
   if (c.dx) {
-    EXPECT_TRUE(close("dx (" + context + ")", to_host(gdx), dx, {c.B, c.IN}, sum_atol(c.OUT)));
+    EXPECT_TRUE(close("dx (" + context + ")", to_host(gdx), dx, {{"n", c.B}, {"i", c.IN}}, sum_atol(c.OUT)));
   }
 }
 

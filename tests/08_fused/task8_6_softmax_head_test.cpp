@@ -50,7 +50,7 @@ void check_head(const HeadCase& c, bool train) {
   const HeadArgs a = plan_softmax_head(c.B, c.IN, c.K, c.loss, gx.get(), gw.get(), gb.get(), glabels.get(),
                                        loss_sum.get(), gcorrect.get(), gpredicted.get(), train, gdw.get(), gdb.get(),
                                        c.dx ? gdx.get() : nullptr);
-  ASSERT_EQ(a.blocks, blocks) << context;
+  ASSERT_EQ(a.blocks, blocks) << context << ": blocks planned (left), ceil(B / " << kHeadRows << ") (right)";
   softmax_head_gpu(a);
   // The reference: stage 01's layer, loss and backward.
   const std::vector<double> x = to_double(hx), w = to_double(hw);
@@ -74,20 +74,30 @@ void check_head(const HeadCase& c, bool train) {
   }
 
   const double got_loss = to_host(loss_sum)[0];
-  EXPECT_NEAR(got_loss, mean_loss * c.B, 1e-5 * c.B + 1e-5 * std::fabs(mean_loss * c.B)) << context << ": summed loss";
+  EXPECT_NEAR(got_loss, mean_loss * c.B, 1e-5 * c.B + 1e-5 * std::fabs(mean_loss * c.B))
+      << context << ": summed loss (first), stage 01's mean loss times B (second)";
   const std::vector<int> got_predicted = to_host(gpredicted);
   int differ = 0;
+  std::string which;  // the first rows that differ
   for (int n = 0; n < c.B; ++n)
-    differ += !near_tie[static_cast<std::size_t>(n)] &&
-              got_predicted[static_cast<std::size_t>(n)] != predicted[static_cast<std::size_t>(n)];
-  EXPECT_EQ(differ, 0) << context << ": predictions (the first arg-max of the logits) away from near-ties";
-  EXPECT_LE(std::labs(static_cast<long>(to_host(gcorrect)[0]) - correct), near_ties) << context << ": correct count";
+    if (!near_tie[static_cast<std::size_t>(n)] &&
+        got_predicted[static_cast<std::size_t>(n)] != predicted[static_cast<std::size_t>(n)] && differ++ < 4)
+      which += "\n    at [" + std::to_string(n) + "]: expected " +
+               std::to_string(predicted[static_cast<std::size_t>(n)]) + ", actual " +
+               std::to_string(got_predicted[static_cast<std::size_t>(n)]);
+  EXPECT_EQ(differ, 0) << context << ": predictions [n=" << c.B << "] (the first arg-max of the logits) away from "
+                       << "near-ties: " << differ << " differ" << which;
+  const long got_correct = static_cast<long>(to_host(gcorrect)[0]);
+  EXPECT_LE(std::labs(got_correct - correct), near_ties)
+      << context << ": correct count " << got_correct << ", stage 01's " << correct << " (" << near_ties
+      << " rows are near-ties, which may go either way)";
   if (!train) return;
-  EXPECT_TRUE(close("dW (" + context + ")", sum_slices(to_host(gdw), a.blocks, hw.size()), dw, {c.K, c.IN},
-                    sum_atol(c.B)));
-  EXPECT_TRUE(close("db (" + context + ")", sum_slices(to_host(gdb), a.blocks, hb.size()), db, {c.K}, sum_atol(c.B)));
+  EXPECT_TRUE(close("dW (" + context + ")", sum_slices(to_host(gdw), a.blocks, hw.size()), dw,
+                    {{"k", c.K}, {"i", c.IN}}, sum_atol(c.B)));
+  EXPECT_TRUE(
+      close("db (" + context + ")", sum_slices(to_host(gdb), a.blocks, hb.size()), db, {{"k", c.K}}, sum_atol(c.B)));
   if (c.dx) {
-    EXPECT_TRUE(close("dx (" + context + ")", to_host(gdx), dx, {c.B, c.IN}, sum_atol(c.K)));
+    EXPECT_TRUE(close("dx (" + context + ")", to_host(gdx), dx, {{"n", c.B}, {"i", c.IN}}, sum_atol(c.K)));
   }
 }
 

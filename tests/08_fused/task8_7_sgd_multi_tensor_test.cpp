@@ -62,9 +62,16 @@ TEST(Task8_7_MultiTensorSgd, UpdatesEveryTensorFromItsSlicesLikeStage01) {
                momentum);
   }
   // Float against float in the same order: only the GPU's fused multiply-adds differ, in the last bit or two.
-  EXPECT_TRUE(gputest::close_enough("velocity", to_host(v), want_v, {static_cast<int>(total)}, 1e-6, 1e-6, 1.0));
-  EXPECT_TRUE(gputest::close_enough("weights", to_host(w), want_w, {static_cast<int>(total)}, 1e-6, 1e-6, 1.0));
-  EXPECT_EQ(to_host(step)[0], 42) << "the update advances the step counter by one";
+  // The flat buffer holds the tensors one after another: an index names the tensor by its offset.
+  std::string layout = " (the flat buffer of tensors at offsets";
+  for (std::size_t t = 0; t < slots.size(); ++t)
+    layout += (t ? ", " : " ") + std::to_string(table[t].offset) + " (" + std::to_string(slots[t].count) + " values, " +
+              std::to_string(slots[t].slices) + " slices)";
+  layout += ")";
+  const TensorShape flat{{"i", static_cast<int>(total)}};
+  EXPECT_TRUE(gputest::close_enough("velocity" + layout, to_host(v), want_v, flat, 1e-6, 1e-6, 1.0));
+  EXPECT_TRUE(gputest::close_enough("weights" + layout, to_host(w), want_w, flat, 1e-6, 1e-6, 1.0));
+  EXPECT_EQ(to_host(step)[0], 42) << "the step counter, 41 before: the update advances it by one";
 }
 
 // The learning rate is read from device memory when the kernel runs: a new value
@@ -77,8 +84,13 @@ TEST(Task8_7_MultiTensorSgd, ReadsTheLearningRateFromDeviceMemory) {
   DeviceBuffer<float> hyper = gputest::to_device(std::vector<float>{0.5f, 0.f});
   const SgdArgs a = plan_sgd_multi_tensor(w.get(), v.get(), tensors.get(), 1, 10, hyper.get(), nullptr);
   sgd_multi_tensor_gpu(a);
-  for (float x : to_host(w)) EXPECT_FLOAT_EQ(x, 0.5f);
+  std::vector<float> got = to_host(w);
+  for (std::size_t i = 0; i < got.size(); ++i)
+    EXPECT_FLOAT_EQ(got[i], 0.5f) << "w[" << i << "] of [i=10] after one update: 1 - lr 0.5 x g 1";
   hyper.upload(std::vector<float>{0.25f, 0.f});
   sgd_multi_tensor_gpu(a);
-  for (float x : to_host(w)) EXPECT_FLOAT_EQ(x, 0.25f) << "the second update used the new rate";
+  got = to_host(w);
+  for (std::size_t i = 0; i < got.size(); ++i)
+    EXPECT_FLOAT_EQ(got[i], 0.25f) << "w[" << i << "] of [i=10] after the second update: 0.5 - lr 0.25 x g 1 (the new "
+                                   << "rate, read from device memory; 0 would mean the old rate 0.5 was used)";
 }

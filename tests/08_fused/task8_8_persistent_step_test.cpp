@@ -51,17 +51,40 @@ TEST(Task8_8_PersistentStep, EachPhaseSeesEverythingThePhaseBeforeWrote) {
 
   const std::vector<float> got_w = to_host(w), got_x = to_host(x);
   const std::vector<int> got_y = to_host(y);
-  for (int r = 0; r < kBatch; ++r) {
-    const int e = order[static_cast<std::size_t>(2 * kBatch + r)];
-    EXPECT_EQ(got_y[static_cast<std::size_t>(r)], e) << "label of row " << r;
-    long wrong = 0;
-    for (long long d = 0; d < kD; ++d) {
-      const float want = images[static_cast<std::size_t>(e * kD + d)];
-      wrong += got_x[static_cast<std::size_t>(r * kD + d)] != want || got_w[static_cast<std::size_t>(r * kD + d)] != -0.5f * want;
+  // What batch b of the order would put in x, y and w (w = -lr x, lr 0.5, from w = v = 0).
+  auto batch = [&](int b, std::vector<float>* xs, std::vector<int>* ys, std::vector<float>* ws) {
+    for (int r = 0; r < kBatch; ++r) {
+      const int e = order[static_cast<std::size_t>(b * kBatch + r)];
+      ys->push_back(e);
+      for (long long d = 0; d < kD; ++d) {
+        xs->push_back(images[static_cast<std::size_t>(e * kD + d)]);
+        ws->push_back(-0.5f * xs->back());
+      }
     }
-    EXPECT_EQ(wrong, 0) << "row " << r << " (example " << e << "): values gathered or updated wrongly (w = -lr x)";
+  };
+  std::vector<float> want_x, want_w;
+  std::vector<int> want_y;
+  batch(2, &want_x, &want_y, &want_w);
+  std::vector<testkit::KnownSlip> x_slips, w_slips;
+  for (int other : {1, 3}) {  // the step counter read before or after it moved
+    std::vector<float> ox, ow;
+    std::vector<int> oy;
+    batch(other, &ox, &oy, &ow);
+    const std::string what = "the batch of step " + std::to_string(other);
+    x_slips.push_back({what, {ox.begin(), ox.end()}});
+    w_slips.push_back({"an update from " + what, {ow.begin(), ow.end()}});
   }
-  EXPECT_EQ(to_host(step)[0], 3) << "the update advances the step counter once";
+  const TensorShape rows{{"row", kBatch}, {"d", static_cast<int>(kD)}};
+  const testkit::Tolerance exact{0, 0};  // the same values (-0 and 0 alike)
+  EXPECT_TRUE(testkit::tensor_matches("y, the labels of batch 2 (label e for example e)", {{"row", kBatch}}, got_y,
+                                      want_y, exact));
+  EXPECT_TRUE(
+      testkit::tensor_matches("x, the examples of batch 2 gathered in phase 1", rows, got_x, want_x, exact, x_slips));
+  EXPECT_TRUE(
+      testkit::tensor_matches("w after phase 2's update (w = -lr x, lr 0.5): a block that updated before "
+                              "the gather was done reads stale x",
+                              rows, got_w, want_w, exact, w_slips));
+  EXPECT_EQ(to_host(step)[0], 3) << "the step counter, 2 before: the update advances it once";
 }
 
 // The whole step in one persistent kernel against the CUDA graph: the same device
@@ -78,20 +101,21 @@ TEST(Task8_8_PersistentStep, TrainsTheSameBitsAsTheGraph) {
   cfg.lr = 0.05;
   cfg.seed = 7;
   FusedEngine graph(cfg, FusedOptions{true, false}), persistent(cfg, FusedOptions{false, true});
-  ASSERT_TRUE(persistent.persistent_enabled());
-  EXPECT_EQ(persistent.kernels_per_step(), 1);
-  EXPECT_GT(persistent.persistent_grid(), 0);
+  ASSERT_TRUE(persistent.persistent_enabled()) << "FusedOptions{false, true} asked for the persistent kernel";
+  EXPECT_EQ(persistent.kernels_per_step(), 1) << "kernels launched per step by the persistent engine";
+  EXPECT_GT(persistent.persistent_grid(), 0) << "blocks of the persistent kernel's grid";
   for (int epoch = 0; epoch < 2; ++epoch) {
     const EpochStats a = graph.train_epoch(train, epoch, {});
     const EpochStats b = persistent.train_epoch(train, epoch, {});
-    EXPECT_EQ(a.correct, b.correct) << "epoch " << epoch;
-    EXPECT_NEAR(a.loss_sum, b.loss_sum, 1e-9 * a.loss_sum) << "epoch " << epoch << " (summed with atomics)";
+    EXPECT_EQ(a.correct, b.correct) << "epoch " << epoch << ": correct count of the graph (left), the persistent "
+                                    << "kernel (right)";
+    EXPECT_NEAR(a.loss_sum, b.loss_sum, 1e-9 * a.loss_sum)
+        << "epoch " << epoch << ": loss sum of the graph (first), the persistent kernel (second) (summed with atomics)";
   }
   const auto p = graph.get_parameters(), q = persistent.get_parameters();
-  ASSERT_EQ(p.size(), q.size());
-  for (std::size_t i = 0; i < p.size(); ++i) {
-    std::size_t differ = 0;
-    for (std::size_t k = 0; k < p[i].tensor.size(); ++k) differ += p[i].tensor.data[k] != q[i].tensor.data[k];
-    EXPECT_EQ(differ, 0u) << p[i].name << ": " << differ << " of " << p[i].tensor.size() << " values differ";
-  }
+  ASSERT_EQ(p.size(), q.size()) << "parameter tensors of the graph (left), the persistent kernel (right)";
+  for (std::size_t i = 0; i < p.size(); ++i)  // the same bits (as values: -0 and 0 alike)
+    EXPECT_TRUE(testkit::tensor_matches(p[i].name + " after 2 epochs in the persistent kernel (expected: the graph's)",
+                                        testkit::parameter_shape(p[i].tensor.shape), q[i].tensor.data, p[i].tensor.data,
+                                        testkit::Tolerance{0, 0}));
 }

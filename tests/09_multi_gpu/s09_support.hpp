@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -199,6 +201,23 @@ inline std::size_t differing_values(const std::vector<float>& a, const std::vect
   std::size_t n = 0;
   for (std::size_t i = 0; i < a.size(); ++i) n += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
   return n;
+}
+
+/// Where `a` and `b` first differ in any bit, for the message of a differing_values() check:
+/// "the first at [17]: 0.25 (0x3e800000) against 0.5 (0x3f000000)", or the sizes.
+inline std::string first_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return std::to_string(a.size()) + " values against " + std::to_string(b.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) {
+      std::uint32_t x, y;
+      std::memcpy(&x, &a[i], 4);
+      std::memcpy(&y, &b[i], 4);
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "the first at [%zu] of %zu: %.9g (0x%08x) against %.9g (0x%08x)", i, a.size(),
+                    static_cast<double>(a[i]), x, static_cast<double>(b[i]), y);
+      return buf;
+    }
+  return "none";
 }
 
 }  // namespace course::s09test

@@ -11,6 +11,7 @@
 #include "09_multi_gpu/communicator.hpp"
 #include "09_multi_gpu/flat_allreduce.hpp"
 #include "s09_support.hpp"
+#include "tensor_check.hpp"
 
 using namespace course;
 using namespace course::s09test;
@@ -18,6 +19,16 @@ using namespace course::s09test;
 namespace {
 
 void set_weight(DeviceBuffer<float>& w, float value) { CUDA_CHECK(cudaMemcpy(w.get(), &value, sizeof value, cudaMemcpyHostToDevice)); }
+
+// k v, as the all-reduce of one rank with weight k must leave it (exactly: a product by a power of two).
+std::vector<float> times(float k, const std::vector<float>& v) {
+  std::vector<float> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = k * v[i];
+  return out;
+}
+
+// The values of v as a known slip's values.
+std::vector<double> wide(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
 }  // namespace
 
@@ -35,7 +46,10 @@ TEST(Task9_2_WeightedAllReduce, OneRankMultipliesByTheWeightReadWhenItRuns) {
   allreduce_weighted(values.get(), v.size(), op, comm.get(), stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
   std::vector<float> got = values.download();
-  for (std::size_t i = 0; i < v.size(); ++i) ASSERT_EQ(got[i], 0.5f * v[i]) << "value " << i;
+  const TensorShape shape{{"i", static_cast<int>(v.size())}};
+  const testkit::Tolerance exact{0, 0};
+  ASSERT_TRUE(testkit::tensor_matches("values after the all-reduce of one rank with weight 0.5", shape, got,
+                                      times(0.5f, v), exact, {{"the weight not applied (a plain sum)", wide(v)}}));
 
   // The same op, a new weight: it is read from device memory when the collective runs.
   set_weight(weight, 0.25f);
@@ -43,7 +57,12 @@ TEST(Task9_2_WeightedAllReduce, OneRankMultipliesByTheWeightReadWhenItRuns) {
   allreduce_weighted(values.get(), v.size(), op, comm.get(), stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
   got = values.download();
-  for (std::size_t i = 0; i < v.size(); ++i) ASSERT_EQ(got[i], 0.25f * v[i]) << "value " << i << " after the new weight";
+  ASSERT_TRUE(testkit::tensor_matches(
+      "values after the all-reduce with the weight set to 0.25 after the op was made", shape, got, times(0.25f, v),
+      exact,
+      {{"the weight 0.5 read when the op was made, not when the all-reduce ran (ncclScalarHostImmediate?)",
+        wide(times(0.5f, v))},
+       {"the weight not applied (a plain sum)", wide(v)}}));
 
   // Weight 1: the gradient of one rank comes back bit for bit.
   set_weight(weight, 1.f);
@@ -51,7 +70,8 @@ TEST(Task9_2_WeightedAllReduce, OneRankMultipliesByTheWeightReadWhenItRuns) {
   allreduce_weighted(values.get(), v.size(), op, comm.get(), stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
   got = values.download();
-  EXPECT_EQ(std::memcmp(got.data(), v.data(), v.size() * sizeof(float)), 0) << "weight 1 changed some bits";
+  EXPECT_EQ(differing_values(got, v), 0u)
+      << "weight 1 changed some bits: " << first_difference(got, v) << " (actual against the rank's own value)";
   ncclRedOpDestroy(op, comm.get());
   cudaStreamDestroy(stream);
 }
@@ -71,11 +91,16 @@ TEST(Task9_2_WeightedAllReduce, TheFlatScheduleReducesEverythingBeforeTheUpdate)
   CUDA_CHECK(cudaStreamCreate(&stream));
   flat.gradients_queued({4000, 5000, "fc2"}, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
-  EXPECT_EQ(grads.download(), v) << "the flat schedule waits for the whole backward pass";
+  const TensorShape shape{{"i", static_cast<int>(v.size())}};
+  EXPECT_TRUE(testkit::tensor_matches(
+      "gradients after gradients_queued(fc2 [4000, 5000)), before the update: the flat schedule waits for the "
+      "whole backward pass",
+      shape, grads.download(), v, testkit::Tolerance{0, 0}, {{"the all-reduce run already", wide(times(0.5f, v))}}));
   flat.before_update(stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
-  const std::vector<float> got = grads.download();
-  for (std::size_t i = 0; i < v.size(); ++i) ASSERT_EQ(got[i], 0.5f * v[i]) << "value " << i;
+  ASSERT_TRUE(testkit::tensor_matches("gradients after before_update(), weight 0.5", shape, grads.download(),
+                                      times(0.5f, v), testkit::Tolerance{0, 0},
+                                      {{"no all-reduce at all, or the weight not applied", wide(v)}}));
   ncclRedOpDestroy(op, comm.get());
   cudaStreamDestroy(stream);
 }
@@ -101,10 +126,20 @@ TEST(Task9_2_WeightedAllReduce, TwoRanksGetTheWeightedSumBothAlike) {
     ncclRedOpDestroy(op, comm);
     cudaStreamDestroy(stream);
   });
+  // |got - want| <= 1e-6 (1 + |want|): atol 1e-6, rtol 1e-6.
+  std::vector<double> want(n), plain(n), swapped(n), mean(n);
   for (std::size_t i = 0; i < n; ++i) {
-    const double want = 0.25 * a[i] + 0.75 * b[i];
-    ASSERT_NEAR(results[0][i], want, 1e-6 * (1 + std::fabs(want))) << "value " << i;
+    want[i] = 0.25 * a[i] + 0.75 * b[i];
+    plain[i] = static_cast<double>(a[i]) + b[i];
+    swapped[i] = 0.75 * a[i] + 0.25 * b[i];
+    mean[i] = 0.5 * a[i] + 0.5 * b[i];
   }
-  EXPECT_EQ(std::memcmp(results[0].data(), results[1].data(), n * sizeof(float)), 0)
-      << "an all-reduce leaves the same bits on every rank: the replicas stay equal";
+  ASSERT_TRUE(testkit::tensor_matches("rank 0's values after the all-reduce, weights 0.25 (rank 0) and 0.75 (rank 1)",
+                                      {{"i", static_cast<int>(n)}}, results[0], want, testkit::Tolerance{1e-6, 1e-6},
+                                      {{"the plain sum a + b (the weights not applied)", plain},
+                                       {"the weights of the two ranks swapped", swapped},
+                                       {"the mean (a + b) / 2 (ncclAvg, not the ranks' weights)", mean}}));
+  EXPECT_EQ(differing_values(results[0], results[1]), 0u)
+      << "an all-reduce leaves the same bits on every rank: the replicas stay equal; rank 0's values against rank "
+      << "1's: " << first_difference(results[0], results[1]);
 }

@@ -17,6 +17,7 @@
 #include "09_multi_gpu/flat_allreduce.hpp"
 #include "common/nccl_check.hpp"
 #include "s09_support.hpp"
+#include "tensor_check.hpp"
 
 using namespace course;
 using namespace course::s09test;
@@ -78,13 +79,33 @@ struct OneRank {
   }
 };
 
+// Every value half its source; on failure, tensor_matches()'s message and, per layer, how many
+// of its values are wrong and how (left as written, halved twice, ...): a bucket reduced before
+// its gradients were written, twice, or never, shows as whole layers.
 void expect_halved(const std::vector<float>& got, const std::vector<float>& source, const std::string& what) {
-  ASSERT_EQ(got.size(), source.size());
-  std::size_t wrong = 0, first = 0;
-  for (std::size_t i = 0; i < got.size(); ++i)
-    if (got[i] != 0.5f * source[i] && wrong++ == 0) first = i;
-  EXPECT_EQ(wrong, 0u) << what << ": " << wrong << " values are not half their source, the first at " << first
-                       << " (got " << got[first] << ", want " << 0.5f * source[first] << ")";
+  ASSERT_EQ(got.size(), source.size()) << what << ": values (left) and the source's (right)";
+  std::vector<float> half(source.size());
+  for (std::size_t i = 0; i < source.size(); ++i) half[i] = 0.5f * source[i];
+  const ::testing::AssertionResult ok =
+      testkit::tensor_matches(what + ": the gradients, each half its source (one rank, weight 0.5)",
+                              {{"i", static_cast<int>(got.size())}}, got, half, testkit::Tolerance{0, 0});
+  if (ok) return;
+  std::string layers;
+  for (const GradientRange& r : cnn_ranges()) {
+    std::size_t wrong = 0, as_written = 0, quartered = 0;
+    for (std::size_t i = r.begin; i < r.end && i < got.size(); ++i) {
+      if (got[i] == half[i]) continue;
+      ++wrong;
+      as_written += got[i] == source[i];
+      quartered += got[i] == 0.25f * source[i];
+    }
+    if (wrong == 0) continue;
+    layers += "\n    " + r.name + " [" + std::to_string(r.begin) + ", " + std::to_string(r.end) +
+              "): " + std::to_string(wrong) + " of " + std::to_string(r.size()) + " wrong";
+    if (as_written == wrong) layers += ", all as written (never reduced, or reduced before they were written)";
+    if (quartered == wrong) layers += ", all a quarter of the source (reduced twice)";
+  }
+  ADD_FAILURE() << ok.message() << "    by layer:" << layers;
 }
 
 }  // namespace
@@ -162,8 +183,11 @@ TEST(Task9_4_BucketedAllReduce, TwoRanksGetWhatTheFlatScheduleGives) {
     cudaStreamDestroy(stream);
   });
   for (int r = 0; r < 2; ++r)
-    EXPECT_EQ(differing_values(bucketed[r], flat[r]), 0u) << "rank " << r << ": buckets against one all-reduce";
-  EXPECT_EQ(differing_values(bucketed[0], bucketed[1]), 0u) << "the two ranks' gradients differ";
+    EXPECT_EQ(differing_values(bucketed[r], flat[r]), 0u)
+        << "rank " << r << ": buckets against one all-reduce: " << first_difference(bucketed[r], flat[r])
+        << " (the bucketed value against the flat one)";
+  EXPECT_EQ(differing_values(bucketed[0], bucketed[1]), 0u)
+      << "the two ranks' gradients differ: " << first_difference(bucketed[0], bucketed[1]) << " (rank 0 against 1)";
 }
 
 // The checks around the task (not a task).

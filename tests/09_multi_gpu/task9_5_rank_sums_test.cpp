@@ -17,16 +17,18 @@ TEST(Task9_5_RankSums, OneRankGetsItsOwnNumbersBack) {
   CUDA_CHECK(cudaStreamCreate(&stream));
   DeviceBuffer<double> scratch;
   const std::vector<double> mine = {1234.5678901234, 59999, 60000, -0.125, 1e300};
-  EXPECT_EQ(sum_over_ranks(mine, comm.get(), stream, scratch), mine);
+  EXPECT_EQ(sum_over_ranks(mine, comm.get(), stream, scratch), mine) << "sum_over_ranks of one rank (left), its own "
+                                                                     << "values (right), to the bit";
   const EpochStats stats{4321.25, 55123, 60000};
   const EpochStats all = sum_stats_over_ranks(stats, comm.get(), stream, scratch);
-  EXPECT_EQ(all.loss_sum, stats.loss_sum);
-  EXPECT_EQ(all.correct, stats.correct);
-  EXPECT_EQ(all.seen, stats.seen);
+  EXPECT_EQ(all.loss_sum, stats.loss_sum) << "the loss sum over one rank (left), the rank's own (right)";
+  EXPECT_EQ(all.correct, stats.correct) << "the correct count over one rank (left), the rank's own (right)";
+  EXPECT_EQ(all.seen, stats.seen) << "the examples seen over one rank (left), the rank's own (right)";
   DeviceBuffer<int> ints;
   const std::vector<int> predictions = {3, 1, 4, 1, 5, 9, 2, 6};
-  EXPECT_EQ(gather_over_ranks(predictions, {8}, comm.get(), stream, ints), predictions);
-  EXPECT_TRUE(gather_over_ranks({}, {0}, comm.get(), stream, ints).empty());
+  EXPECT_EQ(gather_over_ranks(predictions, {8}, comm.get(), stream, ints), predictions)
+      << "gather_over_ranks of one rank (left), its own predictions (right)";
+  EXPECT_TRUE(gather_over_ranks({}, {0}, comm.get(), stream, ints).empty()) << "a gather of nothing";
   cudaStreamDestroy(stream);
 }
 
@@ -49,11 +51,12 @@ TEST(Task9_5_RankSums, TwoRanksSumAndGatherInRankOrder) {
     cudaStreamDestroy(stream);
   });
   for (int r = 0; r < 2; ++r) {
-    EXPECT_EQ(sums[r], (std::vector<double>{4.0, 30.0})) << "rank " << r;
-    EXPECT_EQ(stats[r].loss_sum, 201.0) << "rank " << r;
-    EXPECT_EQ(stats[r].correct, 81) << "rank " << r;
-    EXPECT_EQ(stats[r].seen, 100) << "rank " << r;
-    EXPECT_EQ(gathered[r], (std::vector<int>{0, 1, 2, 7, 8})) << "rank " << r;
+    EXPECT_EQ(sums[r], (std::vector<double>{4.0, 30.0})) << "rank " << r << ": {1.5, 10} + {2.5, 20}";
+    EXPECT_EQ(stats[r].loss_sum, 201.0) << "rank " << r << ": loss sum 100 + 101";
+    EXPECT_EQ(stats[r].correct, 81) << "rank " << r << ": correct count 40 + 41";
+    EXPECT_EQ(stats[r].seen, 100) << "rank " << r << ": examples seen 50 + 50";
+    EXPECT_EQ(gathered[r], (std::vector<int>{0, 1, 2, 7, 8})) << "rank " << r << ": rank 0's 3 predictions, then rank "
+                                                              << "1's 2, in rank order";
   }
 }
 

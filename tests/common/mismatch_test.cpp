@@ -69,6 +69,16 @@ TEST(Mismatch, AConstantAndATermOfOneAxis) {
   EXPECT_TRUE(has(message(bias, ref), "depends on o alone")) << message(bias, ref);
 }
 
+TEST(Mismatch, ATermReadWithTheWrongIndex) {
+  const auto ref = reference();
+  auto got = ref;
+  const double b[5] = {0.3, -0.7, 1.1, 0.2, -0.4};
+  for (int n = 0; n < 4; ++n)
+    for (int o = 0; o < 5; ++o) got[n * 5 + o] += b[n] - b[o];  // y + b[n] where y + b[o] belongs
+  const std::string m = message(got, ref);
+  EXPECT_TRUE(has(m, "actual - expected = f(n) + g(o): a term indexed by n where one indexed by o belongs")) << m;
+}
+
 TEST(Mismatch, AnIndexOffByOne) {
   const auto ref = reference();
   std::vector<double> got(ref.size(), 0.0);
@@ -118,6 +128,30 @@ TEST(Mismatch, AKnownSlipOfTheTest) {
   const auto r = testkit::tensor_matches("y", {{"n", 4}, {"o", 5}}, slip, ref, testkit::Tolerance{1e-9, 1e-9},
                                          {{"reading the weights transposed", slip}});
   EXPECT_TRUE(has(r.message(), "diagnosis: actual is what reading the weights transposed gives")) << r.message();
+}
+
+// describe_mismatch(): a helper's own rule (a bound per entry, shown), and a tensor every entry of
+// which passes but which fails as a whole (a note about it, and the entry nearest its bound).
+TEST(Mismatch, AHelpersOwnRuleAndANoteAboutTheWholeTensor) {
+  const auto ref = reference();
+  auto got = ref;
+  for (double& v : got) v = -v;
+  const testkit::EntryRule rule{[](std::size_t i, double) { return 1e-6 * static_cast<double>(i + 1); },
+                                [](double a, double e) { return std::fabs(a - e) <= 2e-5; },
+                                "an entry passes within 1e-6 (i + 1)", true};
+  const std::string m = testkit::describe_mismatch("C", {{"m", 4}, {"n", 5}}, got, ref, rule, {}, {"a note"});
+  EXPECT_TRUE(has(m, "C, shape [m=4, n=5]: wrong at 20 of 20 entries (an entry passes within 1e-6 (i + 1))")) << m;
+  EXPECT_TRUE(has(m, ", bound 1e-06)")) << m;
+  EXPECT_TRUE(has(m, "    a note\n    diagnosis: actual = -expected at every entry")) << m;
+  auto close = ref;
+  for (double& v : close) v *= 1 + 3e-10;
+  const std::string whole = testkit::describe_mismatch("w", {{"i", 20}}, close, ref, testkit::Tolerance{0, 1e-9}, {},
+                                                       {"||actual - expected|| / ||expected|| = 3e-10, limit 1e-10"});
+  EXPECT_TRUE(has(whole,
+                  "w, shape [i=20]: every entry passes (an entry passes within 0 + 1e-09 x |expected|), but "
+                  "the tensor as a whole does not:\n    ||actual - expected||"))
+      << whole;
+  EXPECT_TRUE(has(whole, "the entry nearest its bound at [")) << whole;
 }
 
 // The gradient checker asks the same questions of its sampled entries.

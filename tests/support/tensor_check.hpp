@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -44,55 +45,149 @@ inline std::string number(double v) {
   return buf;
 }
 
+/// Tensors larger than this are diagnosed from a sample of their entries (every wrong entry
+/// shown in the message among them): the diagnosis looks each compared entry up by index.
+constexpr std::size_t kDiagnoseAll = std::size_t(1) << 20;
+constexpr std::size_t kDiagnoseSample = std::size_t(1) << 18;
+
 }  // namespace detail
+
+/// How a helper judges one entry, for describe_mismatch(): entry i passes when
+/// |actual - expected| <= bound(i, expected) (NaN never does). `close` is the same rule
+/// without the index, for the diagnosis (which compares an entry's expected value with
+/// actual values found elsewhere in the tensor); `text` says the rule in the message, and
+/// `show_bound` prints each shown entry's bound (for a bound that differs from entry to entry).
+struct EntryRule {
+  std::function<double(std::size_t, double)> bound;
+  CloseEnough close;
+  std::string text;
+  bool show_bound = false;
+};
+
+/// The rule of a Tolerance: |actual - expected| <= atol + rtol |expected|.
+inline EntryRule entry_rule(Tolerance tol) {
+  std::ostringstream t;
+  t << "an entry passes within " << tol.atol << " + " << tol.rtol << " x |expected|";
+  return {[tol](std::size_t, double e) { return tol.atol + tol.rtol * std::fabs(e); },
+          [tol](double a, double e) { return tol.accepts(a, e); }, t.str(), false};
+}
+
+/// The message of a tensor found wrong, as tensor_matches() prints it:
+///
+///   <what>, shape [n=4, o=5]: wrong at 3 of 20 entries (an entry passes within 1e-09 + 1e-09 x |expected|)
+///       at [1, 2]: expected 0.5, actual -0.5
+///       ... and 1 more; the worst at [3, 0]: expected 2, actual -2
+///       <each of `notes`, a line about the whole tensor, e.g. its relative error in norm>
+///       diagnosis: actual = -expected at every entry: the sign is flipped
+///
+/// `actual` and `expected` hold shape.count() values (a shape of another count is replaced by a
+/// flat one, and said). A tensor whose every entry passes (a helper that also bounds the whole
+/// tensor's error, and found that too large) is described by its notes and the entry nearest its
+/// bound. The diagnosis is one of the test's known slips (the values a mistake the test knows
+/// would give), or else common/mismatch.hpp's, under `rule.close`.
+inline std::string describe_mismatch(const std::string& what, const TensorShape& shape_in,
+                                     const std::vector<double>& actual, const std::vector<double>& expected,
+                                     const EntryRule& rule, const std::vector<KnownSlip>& slips = {},
+                                     const std::vector<std::string>& notes = {}) {
+  const std::size_t n = std::min(actual.size(), expected.size());
+  const TensorShape shape = shape_in.count() == n ? shape_in : TensorShape(std::vector<int>{static_cast<int>(n)});
+  std::vector<double> bound(n);
+  std::size_t wrong = 0, worst = 0, nearest = 0;  // the worst wrong entry; the passing one nearest its bound
+  double worst_excess = -1, nearest_excess = -1;   // |actual - expected| / bound there
+  std::vector<std::size_t> first;                  // the first wrong entries, shown
+  for (std::size_t i = 0; i < n; ++i) {
+    bound[i] = rule.bound(i, expected[i]);
+    double excess = std::isfinite(actual[i]) ? std::fabs(actual[i] - expected[i]) / (bound[i] + 1e-300) : INFINITY;
+    if (std::isnan(excess)) excess = INFINITY;
+    if (std::fabs(actual[i] - expected[i]) <= bound[i]) {  // NaN fails
+      if (excess > nearest_excess) nearest_excess = excess, nearest = i;
+      continue;
+    }
+    ++wrong;
+    if (first.size() < 4) first.push_back(i);
+    if (excess > worst_excess) worst_excess = excess, worst = i;
+  }
+  auto entry = [&](std::size_t i) {
+    std::string s = "at " + shape.where(i) + ": expected " + detail::number(expected[i]) + ", actual " +
+                    detail::number(actual[i]);
+    if (rule.show_bound)
+      s += " (off by " + detail::number(std::fabs(actual[i] - expected[i])) + ", bound " + detail::number(bound[i]) + ")";
+    return s;
+  };
+  std::ostringstream m;
+  m << what << ", shape " << shape.str();
+  if (shape_in.count() != n) m << " (given as " << shape_in.str() << ", which holds " << shape_in.count() << ")";
+  if (wrong == 0) {
+    m << ": every entry passes (" << rule.text << "), but the tensor as a whole does not:\n";
+    for (const std::string& note : notes) m << "    " << note << "\n";
+    if (n) m << "    the entry nearest its bound " << entry(nearest) << "\n";
+    return m.str();
+  }
+  m << ": wrong at " << wrong << " of " << n << " entries (" << rule.text << ")\n";
+  for (std::size_t i : first) m << "    " << entry(i) << "\n";
+  const bool worst_shown = std::find(first.begin(), first.end(), worst) != first.end();
+  if (wrong > first.size()) m << "    ... and " << wrong - first.size() << " more";
+  if (!worst_shown) m << (wrong > first.size() ? "; " : "    ") << "the worst " << entry(worst);
+  if (wrong > first.size() || !worst_shown) m << "\n";
+  for (const std::string& note : notes) m << "    " << note << "\n";
+  std::string diagnosis;
+  for (const KnownSlip& slip : slips) {
+    if (slip.values.size() != n) continue;
+    bool same = true;
+    for (std::size_t i = 0; i < n && same; ++i) same = rule.close(actual[i], slip.values[i]);
+    if (same) {
+      diagnosis = "actual is what " + slip.what + " gives";
+      break;
+    }
+  }
+  if (diagnosis.empty()) {
+    std::vector<ExpectedEntry> want;
+    if (n <= detail::kDiagnoseAll) {
+      want.resize(n);
+      for (std::size_t i = 0; i < n; ++i) want[i] = {i, expected[i]};
+    } else {  // a sample: the shown entries, the worst, and entries spread by a step prime to every size
+      std::vector<std::size_t> pick(first);
+      pick.push_back(worst);
+      const std::size_t step = 2654435761u % n ? 2654435761u % n : 1;
+      std::size_t at = 0;
+      for (std::size_t k = 0; k < detail::kDiagnoseSample; ++k, at = (at + step) % n) pick.push_back(at);
+      std::sort(pick.begin(), pick.end());
+      pick.erase(std::unique(pick.begin(), pick.end()), pick.end());
+      for (std::size_t i : pick) want.push_back({i, expected[i]});
+    }
+    diagnosis = diagnose_mismatch(shape, actual, want, rule.close);
+  }
+  if (!diagnosis.empty()) m << "    diagnosis: " << diagnosis << "\n";
+  return m.str();
+}
+
+/// describe_mismatch() for any arithmetic types, under a Tolerance.
+template <typename A, typename E>
+std::string describe_mismatch(const std::string& what, const TensorShape& shape, const A* actual, const E* expected,
+                              std::size_t count, Tolerance tol, const std::vector<KnownSlip>& slips = {},
+                              const std::vector<std::string>& notes = {}) {
+  std::vector<double> got(count), want(count);
+  for (std::size_t i = 0; i < count; ++i) got[i] = static_cast<double>(actual[i]), want[i] = static_cast<double>(expected[i]);
+  return describe_mismatch(what, shape, got, want, entry_rule(tol), slips, notes);
+}
+
+template <typename A, typename E>
+std::string describe_mismatch(const std::string& what, const TensorShape& shape, const std::vector<A>& actual,
+                              const std::vector<E>& expected, Tolerance tol, const std::vector<KnownSlip>& slips = {},
+                              const std::vector<std::string>& notes = {}) {
+  return describe_mismatch(what, shape, actual.data(), expected.data(), std::min(actual.size(), expected.size()), tol,
+                           slips, notes);
+}
 
 /// `actual` and `expected` hold shape.count() values each (any arithmetic types).
 template <typename A, typename E>
 ::testing::AssertionResult tensor_matches(const std::string& what, const TensorShape& shape, const A* actual,
                                           const E* expected, Tolerance tol, const std::vector<KnownSlip>& slips = {}) {
   const std::size_t n = shape.count();
-  std::vector<double> got(n);
-  std::vector<ExpectedEntry> want(n);
-  std::size_t wrong = 0, worst = 0;
-  double worst_excess = -1;
-  std::vector<std::size_t> first;  // the first wrong entries, shown
-  for (std::size_t i = 0; i < n; ++i) {
-    got[i] = static_cast<double>(actual[i]);
-    want[i] = {i, static_cast<double>(expected[i])};
-    if (tol.accepts(got[i], want[i].value)) continue;
-    ++wrong;
-    if (first.size() < 4) first.push_back(i);
-    const double excess = std::isfinite(got[i]) ? std::fabs(got[i] - want[i].value) /
-                                                      (tol.atol + tol.rtol * std::fabs(want[i].value) + 1e-300)
-                                                : INFINITY;
-    if (excess > worst_excess) worst_excess = excess, worst = i;
-  }
-  if (wrong == 0) return ::testing::AssertionSuccess();
-  std::ostringstream m;
-  m << what << ", shape " << shape.str() << ": wrong at " << wrong << " of " << n << " entries (an entry passes within "
-    << tol.atol << " + " << tol.rtol << " x |expected|)\n";
-  for (std::size_t i : first)
-    m << "    at " << shape.where(i) << ": expected " << detail::number(want[i].value) << ", actual "
-      << detail::number(got[i]) << "\n";
-  if (wrong > first.size()) m << "    ... and " << wrong - first.size() << " more";
-  if (std::find(first.begin(), first.end(), worst) == first.end())
-    m << (wrong > first.size() ? "; " : "    ") << "the worst at " << shape.where(worst) << ": expected "
-      << detail::number(want[worst].value) << ", actual " << detail::number(got[worst]);
-  if (wrong > first.size() || std::find(first.begin(), first.end(), worst) == first.end()) m << "\n";
-  const CloseEnough close = [tol](double a, double e) { return tol.accepts(a, e); };
-  std::string diagnosis;
-  for (const KnownSlip& slip : slips) {
-    if (slip.values.size() != n) continue;
-    bool same = true;
-    for (std::size_t i = 0; i < n && same; ++i) same = tol.accepts(got[i], slip.values[i]);
-    if (same) {
-      diagnosis = "actual is what " + slip.what + " gives";
-      break;
-    }
-  }
-  if (diagnosis.empty()) diagnosis = diagnose_mismatch(shape, got, want, close);
-  if (!diagnosis.empty()) m << "    diagnosis: " << diagnosis << "\n";
-  return ::testing::AssertionFailure() << m.str();
+  bool all = true;
+  for (std::size_t i = 0; i < n && all; ++i) all = tol.accepts(static_cast<double>(actual[i]), static_cast<double>(expected[i]));
+  if (all) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << describe_mismatch(what, shape, actual, expected, n, tol, slips);
 }
 
 template <typename A, typename E>
@@ -103,6 +198,16 @@ template <typename A, typename E>
     return ::testing::AssertionFailure() << what << ": " << actual.size() << " values, expected " << expected.size()
                                          << " (shape " << shape.str() << ")";
   return tensor_matches(what, shape, actual.data(), expected.data(), tol, slips);
+}
+
+/// The shape of a model parameter with its axes named by rank: a dense weight [o, i], a conv
+/// weight [o, c, kh, kw], a bias [o]; other ranks unnamed.
+inline TensorShape parameter_shape(const std::vector<int>& sizes) {
+  TensorShape s(sizes);
+  if (sizes.size() == 1) s.names = {"o"};
+  if (sizes.size() == 2) s.names = {"o", "i"};
+  if (sizes.size() == 4) s.names = {"o", "c", "kh", "kw"};
+  return s;
 }
 
 }  // namespace course::testkit
