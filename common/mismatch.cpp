@@ -317,14 +317,19 @@ std::string region(const Evidence& ev) {
 
 std::string diagnose_mismatch(const TensorShape& shape, const std::vector<double>& actual,
                               const std::vector<ExpectedEntry>& expected, const CloseEnough& close,
-                              const MismatchWords& words) {
+                              const MismatchWords& words, ValueKind kind) {
   if (expected.empty() || actual.size() != shape.count()) return "";
   const Evidence ev(shape, actual, expected, close, words);
   if (ev.wrong_count == 0) return "";
+  using Hypothesis = std::string (*)(const Evidence&);
+  const std::vector<Hypothesis> hypotheses =
+      kind == ValueKind::Labels
+          ? std::vector<Hypothesis>{never_written, transposed, off_by_one}  // arithmetic on labels means nothing
+          : std::vector<Hypothesis>{never_written, transposed, flipped_sign, scaled, shifted_by_a_constant, off_by_one,
+                                    term_along_one_axis, same_error_where_wrong};
   std::string what;
   if (expected.size() >= 3) {
-    for (auto hypothesis : {never_written, transposed, flipped_sign, scaled, shifted_by_a_constant, off_by_one,
-                            term_along_one_axis, same_error_where_wrong}) {
+    for (Hypothesis hypothesis : hypotheses) {
       what = hypothesis(ev);
       if (!what.empty()) break;
     }

@@ -142,6 +142,17 @@ TEST(Mismatch, TheGradientCheckerNamesATransposedGradient) {
   EXPECT_TRUE(has(named.message(), "laid out with o and i swapped")) << named.message();
 }
 
+// Labels (class indices): a wrong class is no arithmetic slip; only where the wrong ones lie is said.
+TEST(Mismatch, LabelsAreNotAmounts) {
+  std::vector<int> want(20, 3), got(20, 3);
+  for (int i = 12; i < 20; ++i) got[i] = 0;  // never recorded past example 12
+  const auto as_amounts = testkit::tensor_matches("predictions", {{"example", 20}}, got, want, testkit::kExact);
+  const auto as_labels = testkit::labels_match("predictions", {{"example", 20}}, got, want);
+  EXPECT_TRUE(has(as_amounts.message(), "actual - expected = -3")) << as_amounts.message();
+  EXPECT_FALSE(has(as_labels.message(), "actual - expected")) << as_labels.message();
+  EXPECT_TRUE(has(as_labels.message(), "right for example < 12, wrong from example = 12 on")) << as_labels.message();
+}
+
 // One number: both values, and a slip of the test's or a simple factor when one explains it.
 TEST(Mismatch, AScalar) {
   EXPECT_TRUE(testkit::scalar_matches("loss", 2.0, 2.0, testkit::kExact));

@@ -7,7 +7,8 @@
 //   EXPECT_TRUE(testkit::tensor_matches("y of dense_forward", {{"n", B}, {"o", OUT}}, y, ref,
 //                                       testkit::Tolerance{1e-12, 1e-12}));
 //
-// scalar_matches does the same for one number (a loss, a count, a standard deviation).
+// labels_match does the same for class indices and cell indices (no arithmetic diagnosis), and
+// scalar_matches for one number (a loss, a count, a standard deviation).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -92,10 +93,11 @@ inline TensorShape parameter_shape(const std::vector<int>& sizes) {
   return s;
 }
 
-/// `actual` and `expected` hold shape.count() values each (any arithmetic types).
+namespace detail {
+
 template <typename A, typename E>
-::testing::AssertionResult tensor_matches(const std::string& what, const TensorShape& shape, const A* actual,
-                                          const E* expected, Tolerance tol, const std::vector<KnownSlip>& slips = {}) {
+::testing::AssertionResult compare(const std::string& what, const TensorShape& shape, const A* actual, const E* expected,
+                                   Tolerance tol, const std::vector<KnownSlip>& slips, ValueKind kind) {
   const std::size_t n = shape.count();
   std::vector<double> got(n);
   std::vector<ExpectedEntry> want(n);
@@ -128,9 +130,18 @@ template <typename A, typename E>
   const CloseEnough close = [tol](double a, double e) { return tol.accepts(a, e); };
   std::string diagnosis;
   if (const KnownSlip* slip = detail::matching_slip(got, slips, tol)) diagnosis = "actual is what " + slip->what + " gives";
-  if (diagnosis.empty()) diagnosis = diagnose_mismatch(shape, got, want, close);
+  if (diagnosis.empty()) diagnosis = diagnose_mismatch(shape, got, want, close, {}, kind);
   if (!diagnosis.empty()) m << "    diagnosis: " << diagnosis << "\n";
   return ::testing::AssertionFailure() << m.str();
+}
+
+}  // namespace detail
+
+/// `actual` and `expected` hold shape.count() values each (any arithmetic types).
+template <typename A, typename E>
+::testing::AssertionResult tensor_matches(const std::string& what, const TensorShape& shape, const A* actual,
+                                          const E* expected, Tolerance tol, const std::vector<KnownSlip>& slips = {}) {
+  return detail::compare(what, shape, actual, expected, tol, slips, ValueKind::Amounts);
 }
 
 template <typename A, typename E>
@@ -141,6 +152,24 @@ template <typename A, typename E>
     return ::testing::AssertionFailure() << what << ": " << actual.size() << " values, expected " << expected.size()
                                          << " (shape " << shape.str() << ")";
   return tensor_matches(what, shape, actual.data(), expected.data(), tol, slips);
+}
+
+/// Labels (class indices, the index of a cell) against the ones they should be, bit for bit: the
+/// same message, whose diagnosis says only which entries are wrong and where they lie, never
+/// what arithmetic would turn one label into another.
+template <typename A, typename E>
+::testing::AssertionResult labels_match(const std::string& what, const TensorShape& shape, const A* actual,
+                                        const E* expected, const std::vector<KnownSlip>& slips = {}) {
+  return detail::compare(what, shape, actual, expected, kExact, slips, ValueKind::Labels);
+}
+
+template <typename A, typename E>
+::testing::AssertionResult labels_match(const std::string& what, const TensorShape& shape, const std::vector<A>& actual,
+                                        const std::vector<E>& expected, const std::vector<KnownSlip>& slips = {}) {
+  if (actual.size() != shape.count() || expected.size() != shape.count())
+    return ::testing::AssertionFailure() << what << ": " << actual.size() << " values, expected " << expected.size()
+                                         << " (shape " << shape.str() << ")";
+  return labels_match(what, shape, actual.data(), expected.data(), slips);
 }
 
 /// One number against the value it should hold: "<what>: expected X, actual Y", and what the
