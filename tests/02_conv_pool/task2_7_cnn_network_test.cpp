@@ -127,8 +127,8 @@ TEST(Task2_7_CnnNetwork, BuildsOtherInputsAndStrides) {
 // are drawn in model order from Rng(seed): conv1.weight first.
 TEST(Task2_7_CnnNetwork, HeInitUsesConvFanIn) {
   Network<float> net(parse_arch(named_model_spec("cnn")), {1, 28, 28}, 10, make_cnn_layer<float>);
-  EXPECT_EQ(net.layers()[0]->fan_in(), 1 * 3 * 3);
-  EXPECT_EQ(net.layers()[3]->fan_in(), 16 * 3 * 3);
+  EXPECT_EQ(net.layers()[0]->fan_in(), 1 * 3 * 3) << "conv1's fan_in, C_in * K * K";
+  EXPECT_EQ(net.layers()[3]->fan_in(), 16 * 3 * 3) << "conv2's fan_in, C_in * K * K";
   net.init(42);
   // conv1.weight must be the first 144 draws of Rng(42) with sd sqrt(2 / 9); what it is when fan_in
   // leaves out the kernel (C_in) or counts the outputs (C_out * K * K):
