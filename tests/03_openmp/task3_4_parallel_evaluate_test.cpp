@@ -71,6 +71,6 @@ TEST(Task3_4_ParallelEvaluate, PredictionsAreOptional) {
   TestReplicas<float> r(kSmallMlp, kMlpInput, 2, make_dense_or_activation<float>, 71);
   const Dataset data = make_synthetic(40, kMlpInput, kClasses, 72);
   const EpochStats s = evaluate_parallel(r.set.replicas, data, config(kSmallMlp, kMlpInput, 16, 2), nullptr);
-  EXPECT_EQ(s.seen, 40);
-  EXPECT_GT(s.loss_sum, 0.0);
+  EXPECT_EQ(s.seen, 40) << "examples seen by evaluate_parallel with predictions = nullptr";
+  EXPECT_GT(s.loss_sum, 0.0) << "loss_sum of evaluate_parallel with predictions = nullptr";
 }
