@@ -8,7 +8,6 @@
 
 #include "common/mismatch.hpp"
 #include "common/rng.hpp"
-#include "common/tensor.hpp"
 
 namespace course {
 
@@ -124,13 +123,14 @@ std::string failure_pattern(const std::vector<std::pair<double, double>>& wrong)
 
 }  // namespace
 
-GradCheckResult check_gradient(const std::string& tensor_name, double* param, const std::vector<int>& shape,
-                               const double* analytic, const std::function<double()>& loss,
-                               const GradCheckOptions& options) {
+namespace {
+
+GradCheckResult check(const std::string& tensor_name, double* param, const TensorShape& shape, const double* analytic,
+                      const std::function<double()>& loss, const GradCheckOptions& options) {
   GradCheckResult r;
   r.tensor = tensor_name;
   r.tolerance = options.tolerance;
-  r.total = TensorT<double>::count(shape);
+  r.total = shape.count();
   r.worst_rel_error = -1;
   std::vector<std::pair<double, double>> wrong;  // (analytic, numeric) of every entry over the tolerance
   std::vector<ExpectedEntry> numerics;            // every checked entry: what the analytic one should be
@@ -147,7 +147,7 @@ GradCheckResult check_gradient(const std::string& tensor_name, double* param, co
     ++r.checked;
     numerics.push_back({i, numeric});
     if (!(err <= options.tolerance)) {
-      if (r.failing < kShown) r.failing_where += (r.failing ? ", " : "") + index_to_string(i, shape);
+      if (r.failing < kShown) r.failing_where += (r.failing ? ", " : "") + shape.where(i);
       ++r.failing;
       wrong.emplace_back(analytic[i], numeric);
     }
@@ -159,18 +159,32 @@ GradCheckResult check_gradient(const std::string& tensor_name, double* param, co
     }
   }
   if (r.checked == 0) r.worst_rel_error = 0;
-  r.worst_where = index_to_string(r.worst_index, shape);
+  r.worst_where = shape.where(r.worst_index);
   if (r.failing > kShown) r.failing_where += " and " + std::to_string(r.failing - kShown) + " more";
   r.pattern = failure_pattern(wrong);
   if (r.pattern.empty() && r.failing > 0) {  // a slip of layout or index: a transpose, a shift by one, a region
     const std::vector<double> all(analytic, analytic + r.total);
     const double tol = options.tolerance, tiny = options.tiny;
-    r.pattern = diagnose_mismatch(TensorShape(shape), all, numerics,
+    r.pattern = diagnose_mismatch(shape, all, numerics,
                                   [tol, tiny](double a, double n) { return relative_error(a, n, tiny) <= tol; },
                                   MismatchWords{"analytic", "numeric"});
   }
   r.passed = r.checked > 0 && r.worst_rel_error <= options.tolerance;
   return r;
+}
+
+}  // namespace
+
+GradCheckResult check_gradient(const std::string& tensor_name, double* param, const std::vector<int>& shape,
+                               const double* analytic, const std::function<double()>& loss,
+                               const GradCheckOptions& options) {
+  return check(tensor_name, param, TensorShape(shape), analytic, loss, options);
+}
+
+GradCheckResult check_gradient(const std::string& tensor_name, double* param, const TensorShape& shape,
+                               const double* analytic, const std::function<double()>& loss,
+                               const GradCheckOptions& options) {
+  return check(tensor_name + ", shape " + shape.str(), param, shape, analytic, loss, options);
 }
 
 }  // namespace course

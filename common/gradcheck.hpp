@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "common/mismatch.hpp"
+
 namespace course {
 
 /// How hard to look.
@@ -66,6 +68,13 @@ std::string index_to_string(std::size_t index, const std::vector<int>& shape);
 /// `loss` must recompute L from the current contents of `param`; the checker
 /// perturbs param[i] by +-eps, calls `loss`, and restores param[i] exactly.
 GradCheckResult check_gradient(const std::string& tensor_name, double* param, const std::vector<int>& shape,
+                               const double* analytic, const std::function<double()>& loss,
+                               const GradCheckOptions& options = {});
+
+/// The same, for a tensor whose axes have names, e.g. {{"o", OUT}, {"i", IN}}: the tensor is
+/// called "<tensor_name>, shape [o=5, i=7]" and a diagnosis of layout or index speaks of its
+/// axes by name ("laid out with o and i swapped") rather than as "axis 0" and "axis 1".
+GradCheckResult check_gradient(const std::string& tensor_name, double* param, const TensorShape& shape,
                                const double* analytic, const std::function<double()>& loss,
                                const GradCheckOptions& options = {});
 

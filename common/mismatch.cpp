@@ -309,7 +309,8 @@ std::string nonfinite(const Evidence& ev) {
 /// Where the wrong entries are: past a bound along an axis, or only at the edges.
 std::string region(const Evidence& ev) {
   const TensorShape& s = ev.shape;
-  if (ev.wrong_count == 0 || ev.wrong_count == ev.expected.size()) return "";
+  // One wrong entry lies at some edge of nearly any shape: where it lies says nothing more than its index.
+  if (ev.wrong_count < 2 || ev.wrong_count == ev.expected.size()) return "";
   for (std::size_t d = 0; d < s.rank(); ++d) {
     if (s.sizes[d] < 2) continue;
     int wmin = s.sizes[d], wmax = -1, rmin = s.sizes[d], rmax = -1;
@@ -359,14 +360,19 @@ std::string region(const Evidence& ev) {
 
 std::string diagnose_mismatch(const TensorShape& shape, const std::vector<double>& actual,
                               const std::vector<ExpectedEntry>& expected, const CloseEnough& close,
-                              const MismatchWords& words) {
+                              const MismatchWords& words, ValueKind kind) {
   if (expected.empty() || actual.size() != shape.count()) return "";
   const Evidence ev(shape, actual, expected, close, words);
   if (ev.wrong_count == 0) return "";
+  using Hypothesis = std::string (*)(const Evidence&);
+  const std::vector<Hypothesis> hypotheses =
+      kind == ValueKind::Labels
+          ? std::vector<Hypothesis>{never_written, transposed, off_by_one}  // arithmetic on labels means nothing
+          : std::vector<Hypothesis>{never_written, transposed, flipped_sign, scaled, shifted_by_a_constant, off_by_one,
+                                    term_along_one_axis, term_along_two_axes, same_error_where_wrong};
   std::string what;
   if (expected.size() >= 3) {
-    for (auto hypothesis : {never_written, transposed, flipped_sign, scaled, shifted_by_a_constant, off_by_one,
-                            term_along_one_axis, term_along_two_axes, same_error_where_wrong}) {
+    for (Hypothesis hypothesis : hypotheses) {
       what = hypothesis(ev);
       if (!what.empty()) break;
     }

@@ -67,12 +67,17 @@ struct MismatchWords {
   std::string expected = "expected";
 };
 
+/// What a tensor's entries are: amounts, which a sign, a factor or an added term can be wrong
+/// by; or labels (class indices, the index of a cell), where only which entries are wrong and
+/// where they lie mean anything ("actual = expected - 3" of a class index is no diagnosis).
+enum class ValueKind { Amounts, Labels };
+
 /// The slip that explains every entry of `expected` (all of them, or a sample), given the
 /// tensor's whole contents `actual` (actual.size() == shape.count()), or "" when none of
 /// the hypotheses explains them all. Call it only for a tensor found wrong.
 std::string diagnose_mismatch(const TensorShape& shape, const std::vector<double>& actual,
                               const std::vector<ExpectedEntry>& expected, const CloseEnough& close,
-                              const MismatchWords& words = {});
+                              const MismatchWords& words = {}, ValueKind kind = ValueKind::Amounts);
 
 /// A factor written as a learner would recognise it: "4", "1/4", "-1", "0.37".
 std::string factor_string(double k);

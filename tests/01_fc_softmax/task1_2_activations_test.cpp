@@ -2,32 +2,78 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "01_fc_softmax/activations.hpp"
 #include "course_test.hpp"
+#include "tensor_check.hpp"
 
 using namespace course;
 
 namespace {
 const Activation kAll[] = {Activation::ReLU, Activation::LeakyReLU, Activation::Sigmoid, Activation::Tanh,
                            Activation::Softplus};
-}
 
+// f(x) for every entry of x.
+template <typename F>
+std::vector<double> each(const std::vector<double>& x, F f) {
+  std::vector<double> y;
+  for (double v : x) y.push_back(f(v));
+  return y;
+}
+// The slips of activation_backward a gradient check can name: f'(x) not multiplied by dy,
+// and sigmoid's and tanh's derivatives written with x where their formulas have y = f(x).
+std::vector<testkit::KnownSlip> backward_slips(Activation f, const std::vector<double>& x, const std::vector<double>& dy) {
+  const auto sigmoid = [](double v) { return 1 / (1 + std::exp(-v)); };
+  const auto derivative = [&](double v) {  // f'(v)
+    switch (f) {
+      case Activation::ReLU: return v > 0 ? 1.0 : 0.0;
+      case Activation::LeakyReLU: return v > 0 ? 1.0 : kLeakySlope;
+      case Activation::Sigmoid: return sigmoid(v) * (1 - sigmoid(v));
+      case Activation::Tanh: return 1 - std::tanh(v) * std::tanh(v);
+      case Activation::Softplus: return sigmoid(v);
+    }
+    return 0.0;
+  };
+  std::vector<testkit::KnownSlip> slips = {{"f'(x) alone, not multiplied by dy (dx = dy * f'(x))", each(x, derivative)}};
+  std::vector<double> with_x(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i)
+    with_x[i] = dy[i] * (f == Activation::Sigmoid ? x[i] * (1 - x[i]) : 1 - x[i] * x[i]);
+  if (f == Activation::Sigmoid) slips.push_back({"x (1 - x) where sigmoid' = y (1 - y), y = sigmoid(x)", with_x});
+  if (f == Activation::Tanh) slips.push_back({"1 - x^2 where tanh' = 1 - y^2, y = tanh(x)", with_x});
+  return slips;
+}
+}  // namespace
+
+// Each activation at x = -2, 0.5, 3 against its formula; for the slips a learner makes in
+// each formula, the message says which one the values are.
 TEST(Task1_2_Activations, ForwardAtKnownPoints) {
-  const double x[3] = {-2.0, 0.5, 3.0};
-  double y[3];
-  activation_forward(Activation::ReLU, x, y, 3);
-  EXPECT_DOUBLE_EQ(y[0], 0.0);
-  EXPECT_DOUBLE_EQ(y[2], 3.0);
-  activation_forward(Activation::LeakyReLU, x, y, 3);
-  EXPECT_DOUBLE_EQ(y[0], -0.02);
-  EXPECT_DOUBLE_EQ(y[1], 0.5);
-  activation_forward(Activation::Sigmoid, x, y, 3);
-  EXPECT_NEAR(y[1], 1 / (1 + std::exp(-0.5)), 1e-15);
-  activation_forward(Activation::Tanh, x, y, 3);
-  EXPECT_NEAR(y[0], std::tanh(-2.0), 1e-15);
-  activation_forward(Activation::Softplus, x, y, 3);
-  EXPECT_NEAR(y[2], std::log(1 + std::exp(3.0)), 1e-14);
+  const std::vector<double> x = {-2.0, 0.5, 3.0};
+  const auto sigmoid = [](double v) { return 1 / (1 + std::exp(-v)); };
+  const struct {
+    Activation f;
+    std::vector<double> want;
+    testkit::Tolerance tol;
+    std::vector<testkit::KnownSlip> slips;
+  } cases[] = {
+      {Activation::ReLU, {0.0, 0.5, 3.0}, testkit::kDoubleEq, {}},
+      {Activation::LeakyReLU, {-0.02, 0.5, 3.0}, testkit::kDoubleEq,
+       {{"a slope of 0.1 below 0 (it is 0.01)", {-0.2, 0.5, 3.0}}, {"ReLU (no slope below 0)", {0.0, 0.5, 3.0}}}},
+      {Activation::Sigmoid, each(x, sigmoid), testkit::Tolerance{1e-15, 0},
+       {{"1 / (1 + e^x) (the sign of the exponent flipped)", each(x, [&](double v) { return sigmoid(-v); })}}},
+      {Activation::Tanh, each(x, [](double v) { return std::tanh(v); }), testkit::Tolerance{1e-15, 0}, {}},
+      {Activation::Softplus, each(x, [](double v) { return std::log(1 + std::exp(v)); }), testkit::Tolerance{1e-14, 0},
+       {{"log(e^x) = x (the 1 + left out)", x},
+        {"max(x, 0) + log1p(e^|x|) (the sign of |x| flipped)",
+         each(x, [](double v) { return std::max(v, 0.0) + std::log1p(std::exp(std::fabs(v))); })}}},
+  };
+  for (const auto& c : cases) {
+    std::vector<double> y(3, -999);
+    activation_forward(c.f, x.data(), y.data(), 3);
+    EXPECT_TRUE(testkit::tensor_matches(std::string(activation_name(c.f)) + "(x) at x = -2, 0.5, 3", {{"i", 3}}, y,
+                                        c.want, c.tol, c.slips));
+  }
 }
 
 // softplus(1000) must be 1000, not inf; softplus(-1000) must be ~0, not NaN.
@@ -35,8 +81,11 @@ TEST(Task1_2_Activations, SoftplusDoesNotOverflow) {
   const float x[2] = {1000.f, -1000.f};
   float y[2];
   activation_forward(Activation::Softplus, x, y, 2);
-  EXPECT_FLOAT_EQ(y[0], 1000.f);
-  EXPECT_TRUE(std::isfinite(y[1]) && y[1] >= 0.f && y[1] < 1e-30f);
+  EXPECT_TRUE(testkit::scalar_matches("softplus(1000) in float", y[0], 1000.f, testkit::kFloatEq,
+                                      {{"log(1 + e^x), whose e^1000 overflows (use max(x, 0) + log1p(e^-|x|))",
+                                        {static_cast<double>(std::log(1 + std::exp(x[0])))}}}));
+  EXPECT_TRUE(std::isfinite(y[1]) && y[1] >= 0.f && y[1] < 1e-30f)
+      << "softplus(-1000) in float: expected a value in [0, 1e-30), actual " << y[1];
 }
 
 // dL/dx for L = sum(f(x) * r), inputs kept at least 0.05 away from the kinks.
@@ -56,7 +105,9 @@ TEST(Task1_2_Activations, GradientCheckEveryActivation) {
     };
     GradCheckOptions opt;
     opt.tolerance = 1e-7;
-    EXPECT_GRADIENT_OK(check_gradient(std::string("dx of ") + activation_name(f), x.data(), {int(n)}, dx.data(),
-                                      loss, opt));
+    auto result = check_gradient(std::string("dx of ") + activation_name(f), x.data(), {{"i", int(n)}}, dx.data(),
+                                 loss, opt);
+    testkit::name_slip(result, dx, backward_slips(f, x, r));
+    EXPECT_GRADIENT_OK(result);
   }
 }

@@ -6,6 +6,7 @@
 
 #include "01_fc_softmax/loss.hpp"
 #include "course_test.hpp"
+#include "tensor_check.hpp"
 
 using namespace course;
 
@@ -14,8 +15,15 @@ TEST(Task1_3_SoftmaxCrossEntropy, EqualLogitsGiveLogK) {
   const int labels[2] = {1, 3};
   double probs[8];
   const double loss = softmax_cross_entropy_forward(logits, labels, probs, 2, 4);
-  EXPECT_NEAR(loss, std::log(4.0), 1e-14);
-  for (double p : probs) EXPECT_NEAR(p, 0.25, 1e-15);
+  EXPECT_TRUE(testkit::scalar_matches("mean cross-entropy of 2 rows of 4 equal logits (log 4)", loss, std::log(4.0),
+                                      testkit::Tolerance{1e-14, 0},
+                                      {{"the sum over the rows, not the mean", {2 * std::log(4.0)}}}));
+  const std::vector<double> quarter(8, 0.25);
+  EXPECT_TRUE(testkit::tensor_matches("softmax of 2 rows of 4 equal logits (0 in row 0, 5 in row 1)", {{"n", 2}, {"k", 4}},
+                                      probs, quarter.data(), testkit::Tolerance{1e-15, 0},
+                                      {{"e^z not divided by the row's sum", {1, 1, 1, 1, 1, 1, 1, 1}},
+                                       {"e^z without the row maximum subtracted, not divided by the row's sum",
+                                        {1, 1, 1, 1, std::exp(5.0), std::exp(5.0), std::exp(5.0), std::exp(5.0)}}}));
 }
 
 TEST(Task1_3_SoftmaxCrossEntropy, GradientIsPMinusYOverB) {
@@ -34,21 +42,34 @@ TEST(Task1_3_SoftmaxCrossEntropy, GradientIsPMinusYOverB) {
   // The name carries the labels: a gradient wrong only at [n, labels[n]] shows the label term.
   std::string name = "dlogits of softmax cross-entropy (B=" + std::to_string(B) + ", K=" + std::to_string(K) + "; labels";
   for (int y : labels) name += " " + std::to_string(y);
-  EXPECT_GRADIENT_OK(check_gradient(name + ")", z.data(), {B, K}, dz.data(), loss, opt));
+  EXPECT_GRADIENT_OK(check_gradient(name + ")", z.data(), {{"n", B}, {"k", K}}, dz.data(), loss, opt));
 }
 
-// Logits of +-1000 overflow e^z in any precision unless the row maximum is subtracted.
+// Logits of +-1000 overflow e^z in any precision unless the row maximum is subtracted, and
+// p_y underflows to 0 unless the loss is log-sum-exp minus z_y rather than -log p_y.
 TEST(Task1_3_SoftmaxCrossEntropy, StableForHugeLogits) {
   const float logits[2 * 3] = {1000.f, -1000.f, 0.f, -1000.f, -1000.f, 1000.f};
   const int labels[2] = {1, 2};
   float probs[6], dz[6];
   const float loss = softmax_cross_entropy_forward(logits, labels, probs, 2, 3);
   softmax_cross_entropy_backward(probs, labels, dz, 2, 3);
-  ASSERT_TRUE(std::isfinite(loss)) << "loss = " << loss;
-  EXPECT_NEAR(loss, 1000.0f, 1e-2f);  // example 0 pays 2000 nats, example 1 none: mean 1000
-  for (int i = 0; i < 6; ++i) EXPECT_TRUE(std::isfinite(dz[i])) << "dlogits[" << i << "] = " << dz[i];
-  EXPECT_NEAR(dz[0], 0.5f, 1e-6f);   // p = 1 at a wrong class, divided by B = 2
-  EXPECT_NEAR(dz[1], -0.5f, 1e-6f);  // p = 0 at the label
+  bool probs_finite = true;
+  for (float p : probs) probs_finite = probs_finite && std::isfinite(p);
+  ASSERT_TRUE(std::isfinite(loss))
+      << "the mean cross-entropy of logits (1000, -1000, 0), (-1000, -1000, 1000) is " << loss << ", expected 1000: "
+      << (probs_finite ? "p_y = e^-2000 is 0 in float, and -log 0 = inf: compute the loss as log(sum_k e^{z_k - m}) - "
+                         "(z_y - m), m the row maximum"
+                       : "the probabilities are not finite either: e^1000 overflows; subtract the row maximum m "
+                         "before exponentiating, e^{z - m}");
+  EXPECT_NEAR(loss, 1000.0f, 1e-2f) << "the mean cross-entropy: example 0 pays 2000 nats, example 1 none";
+  // p = 1 at the largest logit of each row, 0 elsewhere; dz = (p - onehot) / B with B = 2.
+  const float want_probs[6] = {1, 0, 0, 0, 0, 1}, want_dz[6] = {0.5f, -0.5f, 0, 0, 0, 0};
+  EXPECT_TRUE(testkit::tensor_matches("softmax of logits (1000, -1000, 0), (-1000, -1000, 1000)", {{"n", 2}, {"k", 3}},
+                                      probs, want_probs, testkit::Tolerance{1e-6, 0}));
+  EXPECT_TRUE(testkit::tensor_matches("dlogits of those logits, labels 1 and 2", {{"n", 2}, {"k", 3}}, dz, want_dz,
+                                      testkit::Tolerance{1e-6, 0},
+                                      {{"p - onehot not divided by B = 2", {1, -1, 0, 0, 0, 0}},
+                                       {"p / B without the label's -1 / B", {0.5, 0, 0, 0, 0, 0.5}}}));
 }
 
 TEST(Task1_3_MeanSquaredError, ValueAndGradient) {
@@ -60,9 +81,12 @@ TEST(Task1_3_MeanSquaredError, ValueAndGradient) {
   double ref = 0;
   for (int n = 0; n < B; ++n)
     for (int k = 0; k < K; ++k) ref += std::pow(z[n * K + k] - (k == labels[n]), 2);
-  EXPECT_NEAR(value, ref / (B * K), 1e-14);
+  EXPECT_TRUE(testkit::scalar_matches("mse (B=4, K=3), the mean over all B*K squares", value, ref / (B * K),
+                                      testkit::Tolerance{1e-14, 0},
+                                      {{"the mean over the B rows alone (a sum over k)", {ref / B}},
+                                       {"the sum of the squares, not their mean", {ref}}}));
   auto loss = [&] { return mse_forward_backward(z.data(), labels.data(), scratch.data(), B, K); };
   GradCheckOptions opt;
   opt.tolerance = 1e-7;
-  EXPECT_GRADIENT_OK(check_gradient("dlogits of mse", z.data(), {B, K}, dz.data(), loss, opt));
+  EXPECT_GRADIENT_OK(check_gradient("dlogits of mse (B=4, K=3)", z.data(), {{"n", B}, {"k", K}}, dz.data(), loss, opt));
 }

@@ -2,9 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "01_fc_softmax/init.hpp"
 #include "course_test.hpp"
+#include "tensor_check.hpp"
 
 using namespace course;
 
@@ -21,10 +24,20 @@ TEST(Task1_5_HeInit, StandardDeviationIsSqrtTwoOverFanIn) {
     }
     const double mean = sum / n, sd = std::sqrt(sq / n - mean * mean);
     const double want = std::sqrt(2.0 / fan_in);
+    const std::string of = " of " + std::to_string(n) + " weights drawn with fan_in " + std::to_string(fan_in);
     // With 200000 draws the sample sd is within 1% of the truth with overwhelming probability.
-    EXPECT_NEAR(sd / want, 1.0, 0.01) << "fan_in " << fan_in;
-    EXPECT_NEAR(mean / want, 0.0, 0.01) << "fan_in " << fan_in;
-    for (float v : b) EXPECT_EQ(v, 0.f) << "biases start at zero";
+    EXPECT_TRUE(testkit::scalar_matches("standard deviation" + of + ", expected sqrt(2 / fan_in)", sd, want,
+                                        testkit::Tolerance{0, 0.01},
+                                        {{"sqrt(1 / fan_in) (LeCun's, without He's factor 2)", {std::sqrt(1.0 / fan_in)}},
+                                         {"2 / fan_in (the variance used as the standard deviation)", {2.0 / fan_in}},
+                                         {"the standard normal (no scaling)", {1.0}}}));
+    EXPECT_TRUE(testkit::scalar_matches("mean" + of + ", in units of sqrt(2 / fan_in)", mean / want, 0.0,
+                                        testkit::Tolerance{0.01, 0}));
+    const std::vector<float> zeros(b.size(), 0.f);
+    EXPECT_TRUE(testkit::tensor_matches("biases after he_init (they start at zero)", {{"o", 16}}, b, zeros,
+                                        testkit::kExact,
+                                        {{"leaving the biases as they were (the test filled them with 7)",
+                                          std::vector<double>(16, 7.0)}}));
   }
 }
 
@@ -33,9 +46,10 @@ TEST(Task1_5_HeInit, SameSeedSameWeights) {
   Rng r1(42), r2(42), r3(43);
   he_init(a.data(), 1000, bias.data(), 1, 50, r1);
   he_init(b.data(), 1000, bias.data(), 1, 50, r2);
-  EXPECT_EQ(a, b);
+  EXPECT_TRUE(testkit::tensor_matches("W of a second he_init from Rng(42), against the first", {{"i", 1000}}, b, a,
+                                      testkit::kExact));
   he_init(b.data(), 1000, bias.data(), 1, 50, r3);
-  EXPECT_NE(a, b);
+  EXPECT_NE(a, b) << "Rng(42) and Rng(43) gave the same 1000 weights: are they drawn from the rng passed in?";
 }
 
 // The draw order is fixed (Rng::fill_normal, entry by entry), so stages can
@@ -44,7 +58,11 @@ TEST(Task1_5_HeInit, DrawsInTheSharedOrder) {
   std::vector<float> W(64), bias(2);
   Rng r(9), ref(9);
   he_init(W.data(), 64, bias.data(), 2, 8, r);
-  std::vector<float> expect(64);
+  std::vector<float> expect(64), lecun(64);
   ref.fill_normal(expect.data(), 64, std::sqrt(2.0 / 8));
-  EXPECT_EQ(W, expect);
+  Rng(9).fill_normal(lecun.data(), 64, std::sqrt(1.0 / 8));
+  EXPECT_TRUE(testkit::tensor_matches("W of he_init from Rng(9), fan_in 8: the first 64 draws of Rng::fill_normal",
+                                      {{"i", 64}}, W, expect, testkit::kExact,
+                                      {{"sqrt(1 / fan_in) as the standard deviation (it is sqrt(2 / fan_in))",
+                                        std::vector<double>(lecun.begin(), lecun.end())}}));
 }

@@ -2,9 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "01_fc_softmax/train.hpp"
 #include "course_test.hpp"
+#include "tensor_check.hpp"
 
 using namespace course;
 
@@ -43,17 +46,26 @@ TEST(Task1_7_Training, LossFallsAndAccuracyRises) {
   const EngineConfig cfg = small_mlp(train);
   Network<float> net = make_net(cfg);
   const EpochStats before = evaluate(net, test, cfg, nullptr);
+  std::vector<std::vector<float>> initial;
+  for (auto* p : net.params()) initial.push_back(p->value.data);
   double first_loss = 0, last_loss = 0;
   for (int epoch = 0; epoch < 3; ++epoch) {
     const EpochStats s = train_epoch(net, train, cfg, epoch, {});
-    ASSERT_EQ(s.seen, train.size()) << "an epoch visits every training example once";
+    ASSERT_EQ(s.seen, train.size()) << "examples seen in epoch " << epoch << ": an epoch visits every training "
+                                    << "example once";
     (epoch == 0 ? first_loss : last_loss) = s.loss_sum / s.seen;
   }
+  // A parameter the loop never steps keeps its initial values: say which, before the symptoms.
+  for (std::size_t i = 0; i < initial.size(); ++i)
+    EXPECT_TRUE(net.params()[i]->value.data != initial[i])
+        << net.params()[i]->name << " is unchanged after 3 epochs: the SGD step never reaches it (sgd_update on "
+        << "every parameter of net.params(), after net.backward)";
+  EXPECT_LT(last_loss, 0.5 * first_loss) << "the mean training loss did not fall to half: epoch 0 " << first_loss
+                                         << ", epoch 2 " << last_loss;
   const EpochStats after = evaluate(net, test, cfg, nullptr);
-  EXPECT_LT(last_loss, 0.5 * first_loss) << "training loss did not fall";
-  EXPECT_GT(double(after.correct) / after.seen, double(before.correct) / before.seen + 0.3)
-      << "test accuracy did not rise";
-  EXPECT_GT(double(after.correct) / after.seen, 0.8);
+  const double accuracy_before = double(before.correct) / before.seen, accuracy = double(after.correct) / after.seen;
+  EXPECT_GT(accuracy, accuracy_before + 0.3) << "test accuracy did not rise by 0.3 from " << accuracy_before;
+  EXPECT_GT(accuracy, 0.8) << "test accuracy after 3 epochs";
 }
 
 TEST(Task1_7_Training, SameSeedSameLossCurve) {
@@ -65,8 +77,11 @@ TEST(Task1_7_Training, SameSeedSameLossCurve) {
     for (int epoch = 0; epoch < 2; ++epoch)
       train_epoch(net, train, cfg, epoch, [&](long, double loss_sum) { curve.push_back(loss_sum); });
   }
-  ASSERT_FALSE(curves[0].empty());
-  EXPECT_EQ(curves[0], curves[1]) << "the same seed must give bit-identical losses";
+  ASSERT_FALSE(curves[0].empty()) << "train_epoch never called on_batch (once per batch, with the running loss sum)";
+  ASSERT_EQ(curves[0].size(), curves[1].size());
+  EXPECT_TRUE(testkit::tensor_matches("running loss sums of a second run from the same seed, against the first",
+                                      {{"batch", static_cast<int>(curves[0].size())}}, curves[1], curves[0],
+                                      testkit::kExact));
 }
 
 TEST(Task1_7_Training, EvaluateRecordsEveryPrediction) {
@@ -75,10 +90,29 @@ TEST(Task1_7_Training, EvaluateRecordsEveryPrediction) {
   Network<float> net = make_net(cfg);
   std::vector<int> predictions;
   const EpochStats s = evaluate(net, test, cfg, &predictions);
-  ASSERT_EQ(s.seen, 77);
-  ASSERT_EQ(predictions.size(), 77u);
+  ASSERT_EQ(s.seen, 77) << "examples seen by evaluate()";
+  ASSERT_EQ(predictions.size(), 77u) << "predictions recorded by evaluate()";
   long correct = 0;
   for (int i = 0; i < 77; ++i) correct += predictions[i] == test.labels[i];
-  EXPECT_EQ(correct, s.correct);
-  EXPECT_GT(s.loss_sum, 0.0);
+  EXPECT_EQ(correct, s.correct) << "the correct count evaluate() returned, against its own predictions";
+
+  // The reference: the same forward passes, batch by batch in order, read here.
+  const Batcher batcher(test, cfg.batch, cfg.seed, 0, /*shuffle=*/false);
+  std::vector<float> x(static_cast<std::size_t>(cfg.batch) * test.shape.size()), probs(cfg.batch * 10), dz(probs.size());
+  std::vector<int> y(static_cast<std::size_t>(cfg.batch)), want(77);
+  double loss_sum = 0, sum_of_means = 0;
+  for (int b = 0, seen = 0; b < batcher.num_batches(); ++b) {
+    const int B = batcher.gather(b, x.data(), y.data());
+    const float* logits = net.forward(x.data(), B);
+    for (int n = 0; n < B; ++n) want[seen + n] = argmax(logits + n * 10, 10);
+    const float mean = loss_forward_backward(cfg.loss, logits, y.data(), probs.data(), dz.data(), B, 10);
+    loss_sum += double(mean) * B;
+    sum_of_means += mean;
+    seen += B;
+  }
+  EXPECT_TRUE(testkit::labels_match("predictions of evaluate() on 77 examples in batches of 32", {{"example", 77}},
+                                    predictions, want));
+  EXPECT_TRUE(testkit::scalar_matches("loss_sum of evaluate() on 77 examples in batches of 32", s.loss_sum, loss_sum,
+                                      testkit::Tolerance{0, 1e-6},
+                                      {{"adding each batch's mean loss, not mean x batch size", {sum_of_means}}}));
 }

@@ -1,9 +1,8 @@
-// Backward passes of conv and max-pool written from the formulas, with switches
-// that plant the classic mistakes. The checker's self-tests (checker_test.cpp)
-// prove the gradient checker rejects each; the task tests (Tasks 2.2, 2.3, 2.5)
-// compare a failing answer with each, and when it is exactly one of them, say
-// which mistake it is: the message then leads to the bug, not only to the
-// entry where it shows.
+// Conv and max-pool written from the formulas, with switches that plant the
+// classic mistakes. The checker's self-tests (checker_test.cpp) prove the
+// gradient checker rejects each backward one; the task tests compare a failing
+// answer with each, and when it is exactly one of them, say which mistake it
+// is: the message then leads to the bug, not only to the entry where it shows.
 #pragma once
 
 #include <algorithm>
@@ -13,8 +12,126 @@
 
 #include "common/gradcheck.hpp"
 #include "reference.hpp"
+#include "tensor_check.hpp"
 
 namespace course::planted {
+
+// ---- forward passes (Tasks 2.1 and 2.4) -----------------------------------------------------
+
+/// W flipped in both kernel axes: W'[co][ci][kh][kw] = W[co][ci][K-1-kh][K-1-kw].
+inline std::vector<double> flipped_kernel(const std::vector<double>& W, const ConvGeometry& g) {
+  std::vector<double> f(W.size());
+  const int KK = g.K * g.K;
+  for (std::size_t plane = 0; plane < W.size() / KK; ++plane)
+    for (int k = 0; k < KK; ++k) f[plane * KK + k] = W[plane * KK + KK - 1 - k];
+  return f;
+}
+
+/// conv forward that reads the input with padding `P` and stride `S` where the geometry says g.P
+/// and g.S (the output keeps g's size), and W as if stored [C_in, C_out, K, K] when `W_in_by_out`.
+inline std::vector<double> conv_forward_reading(const std::vector<double>& x, const std::vector<double>& W,
+                                                const std::vector<double>& b, int B, const ConvGeometry& g, int P, int S,
+                                                bool W_in_by_out = false) {
+  const int Ho = g.out_h(), Wo = g.out_w(), K = g.K;
+  std::vector<double> y(static_cast<std::size_t>(B) * g.out_size());
+  for (int n = 0; n < B; ++n)
+    for (int co = 0; co < g.C_out; ++co)
+      for (int oh = 0; oh < Ho; ++oh)
+        for (int ow = 0; ow < Wo; ++ow) {
+          double s = b[co];
+          for (int ci = 0; ci < g.C_in; ++ci)
+            for (int kh = 0; kh < K; ++kh)
+              for (int kw = 0; kw < K; ++kw) {
+                const int ih = oh * S - P + kh, iw = ow * S - P + kw;
+                if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
+                const int plane = W_in_by_out ? ci * g.C_out + co : co * g.C_in + ci;
+                s += W[(plane * K + kh) * K + kw] * x[((n * g.C_in + ci) * g.H + ih) * g.W + iw];
+              }
+          y[((n * g.C_out + co) * Ho + oh) * Wo + ow] = s;
+        }
+  return y;
+}
+
+/// What the classic mistakes of conv forward give on (x, W, b): the kernel flipped, W's channel
+/// axes swapped, the padding off by one, the stride left out.
+inline std::vector<testkit::KnownSlip> conv_forward_slips(const std::vector<double>& x, const std::vector<double>& W,
+                                                          const std::vector<double>& b, int B, const ConvGeometry& g) {
+  std::vector<testkit::KnownSlip> slips = {
+      {"the kernel flipped (W[co][ci][K-1-kh][K-1-kw]: a convolution, where the layer computes a cross-correlation)",
+       reference::conv_forward(x, flipped_kernel(W, g), b, B, g)},
+      {"W read as [C_in, C_out, K, K] (W[ci][co] where W[co][ci] belongs)",
+       conv_forward_reading(x, W, b, B, g, g.P, g.S, true)}};
+  for (int shift : {-1, 1})
+    if (g.P + shift >= 0)
+      slips.push_back({"reading the input as if the padding were " + std::to_string(g.P + shift) + ", not " +
+                           std::to_string(g.P) + " (ih = oh*S - P + kh)",
+                       conv_forward_reading(x, W, b, B, g, g.P + shift, g.S)});
+  if (g.P >= 2)
+    slips.push_back({"the padding left out of the input index (ih = oh*S - P + kh)", conv_forward_reading(x, W, b, B, g, 0, g.S)});
+  if (g.S > 1)
+    slips.push_back({"the stride left out of the input index (ih = oh*S - P + kh)", conv_forward_reading(x, W, b, B, g, g.P, 1)});
+  return slips;
+}
+
+// Max-pool forward with switches for the mistakes.
+enum class PoolForwardMistake { None, LastMaximum, PaddingCompetes, ArgmaxInWindow, ArgmaxInBatch };
+
+inline std::vector<double> pool_forward(const std::vector<double>& x, int B, const PoolGeometry& g,
+                                        PoolForwardMistake mistake, std::vector<int>* argmax) {
+  const int Ho = g.out_h(), Wo = g.out_w();
+  std::vector<double> y(static_cast<std::size_t>(B) * g.out_size());
+  argmax->assign(y.size(), -1);
+  for (int p = 0; p < B * g.C; ++p)
+    for (int oh = 0; oh < Ho; ++oh)
+      for (int ow = 0; ow < Wo; ++ow) {
+        bool have = false;
+        int best = -1, best_tap = -1;  // best: the winning image cell ih*W + iw; best_tap: kh*K + kw
+        double best_value = 0;
+        for (int kh = 0; kh < g.K; ++kh)
+          for (int kw = 0; kw < g.K; ++kw) {
+            const int ih = oh * g.S - g.P + kh, iw = ow * g.S - g.P + kw;
+            const bool inside = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
+            if (!inside && mistake != PoolForwardMistake::PaddingCompetes) continue;
+            const double v = inside ? x[p * g.H * g.W + ih * g.W + iw] : 0.0;  // a padded cell reads 0
+            if (have && !(v > best_value || (mistake == PoolForwardMistake::LastMaximum && v == best_value))) continue;
+            have = true;
+            best_value = v;
+            best_tap = kh * g.K + kw;
+            if (inside) best = ih * g.W + iw;
+          }
+        const int o = (p * Ho + oh) * Wo + ow;
+        y[o] = best_value;
+        (*argmax)[o] = mistake == PoolForwardMistake::ArgmaxInWindow  ? best_tap
+                       : mistake == PoolForwardMistake::ArgmaxInBatch ? p * g.H * g.W + best
+                                                                      : best;
+      }
+  return y;
+}
+
+/// What the classic mistakes of max-pool forward give on x: the output's and the arg-max's.
+struct PoolForwardSlips {
+  std::vector<testkit::KnownSlip> y, argmax;
+};
+
+inline PoolForwardSlips pool_forward_slips(const std::vector<double>& x, int B, const PoolGeometry& g) {
+  PoolForwardSlips s;
+  const auto add = [&](PoolForwardMistake m, const std::string& what, bool on_y, bool on_argmax) {
+    std::vector<int> argmax;
+    const std::vector<double> y = pool_forward(x, B, g, m, &argmax);
+    if (on_y) s.y.push_back({what, y});
+    if (on_argmax) s.argmax.push_back({what, std::vector<double>(argmax.begin(), argmax.end())});
+  };
+  add(PoolForwardMistake::LastMaximum, "ties going to the last maximum (>= where > keeps the first)", false, true);
+  add(PoolForwardMistake::PaddingCompetes, "padded cells competing as 0 (padding never wins)", true, false);
+  add(PoolForwardMistake::ArgmaxInWindow, "the arg-max as the tap's index in the window, kh*K + kw (it is ih*W + iw)",
+      false, true);
+  add(PoolForwardMistake::ArgmaxInBatch,
+      "the arg-max as an index of the whole batch, (n*C + c)*H*W + ih*W + iw (it is ih*W + iw, of the plane)", false,
+      true);
+  return s;
+}
+
+// ---- backward passes (Tasks 2.2, 2.3 and 2.5) -----------------------------------------------
 
 // Conv backward, written from the formulas, with switches for the mistakes.
 struct ConvMistakes {
@@ -128,6 +245,9 @@ inline std::string conv_input_mistake(const std::vector<double>& dx, const std::
 /// The classic mistake a conv weight gradient `dW` is, exactly, or "".
 inline std::string conv_weight_mistake(const std::vector<double>& dW, const std::vector<double>& x,
                                        const std::vector<double>& dy, int B, const ConvGeometry& g) {
+  if (g.K > 1 && same_values(dW, flipped_kernel(conv_weight_gradient(x, dy, B, g, {}), g)))
+    return "dW is flipped in both kernel axes: the gradient of W[co][ci][kh][kw] is the input correlated with dy at "
+           "offset (kh, kw), ih = oh*S - P + kh, with no flip (the flip belongs to the input gradient)";
   for (int shift : {-1, 1}) {
     ConvMistakes m;
     m.weight_pad_shift = shift;
@@ -139,9 +259,16 @@ inline std::string conv_weight_mistake(const std::vector<double>& dW, const std:
 }
 
 /// The classic mistake a max-pool input gradient `dx` is, exactly, or "" (x the pool's input, dy its output
-/// gradient).
+/// gradient; `stale` what dx held before the call, when the test filled it).
 inline std::string pool_mistake(const std::vector<double>& dx, const std::vector<double>& x,
-                                const std::vector<double>& dy, int B, const PoolGeometry& g) {
+                                const std::vector<double>& dy, int B, const PoolGeometry& g, double stale = NAN) {
+  if (std::isfinite(stale)) {
+    std::vector<double> kept = pool_input_gradient(x, dy, B, g, PoolMistake::None);
+    for (double& v : kept) v += stale;
+    if (same_values(dx, kept))
+      return "dx was not zeroed first: every cell still holds the " + testkit::detail::number(stale) +
+             " it held before the call, plus its gradient";
+  }
   if (same_values(dx, pool_input_gradient(x, dy, B, g, PoolMistake::FirstPlaneOnly)))
     return "every dy lands in the first plane (example 0, channel 0): the arg-max is a cell of its own plane "
            "(n, c), which starts at (n*C + c)*H*W in dx";
@@ -153,10 +280,12 @@ inline std::string pool_mistake(const std::vector<double>& dx, const std::vector
   return "";
 }
 
-/// Adds a named mistake to a failed check's message ("...; it is this mistake: ...").
+/// Names the mistake in a failed check's message ("...; it is this mistake: ..."), in place of the
+/// pattern the checker found: next to the exact mistake, a pattern of some entries (a flipped
+/// kernel is right at its centre tap, wrong "on the border") can only mislead.
 inline void name_mistake(GradCheckResult& r, const std::string& mistake) {
   if (r.passed || mistake.empty()) return;
-  r.pattern = "it is this mistake: " + mistake + (r.pattern.empty() ? "" : "; " + r.pattern);
+  r.pattern = "it is this mistake: " + mistake;
 }
 
 }  // namespace course::planted

@@ -3,11 +3,14 @@
 // need Task 2.2 alone.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "02_conv_pool/conv.hpp"
 #include "conv_cases.hpp"
 #include "course_test.hpp"
 #include "planted_mistakes.hpp"
 #include "reference.hpp"
+#include "tensor_check.hpp"
 
 using namespace course;
 using reference::ConvCase;
@@ -25,10 +28,11 @@ void check_weight_gradients(const ConvCase& c) {
   GradCheckOptions opt;
   opt.tolerance = 1e-6;  // conv is linear in W and b: only rounding (up to about 1e-7 on small entries here) separates the two
   const std::string where = " (" + reference::describe(c) + ")";
-  auto result = check_gradient("dW of conv" + where, W.data(), {g.C_out, g.C_in, g.K, g.K}, dW.data(), loss, opt);
+  auto result = check_gradient("dW of conv" + where, W.data(), {{"co", g.C_out}, {"ci", g.C_in}, {"kh", g.K}, {"kw", g.K}},
+                               dW.data(), loss, opt);
   planted::name_mistake(result, planted::conv_weight_mistake(dW, x, r, c.B, g));
   EXPECT_GRADIENT_OK(result);
-  EXPECT_GRADIENT_OK(check_gradient("db of conv" + where, b.data(), {g.C_out}, db.data(), loss, opt));
+  EXPECT_GRADIENT_OK(check_gradient("db of conv" + where, b.data(), {{"co", g.C_out}}, db.data(), loss, opt));
 }
 }  // namespace
 
@@ -50,6 +54,13 @@ TEST(Task2_2_ConvBackwardWeight, SumsOverTheBatchAndOverwrites) {
   const double x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, dy[8] = {1, 0, 0, 1, 0.5, 0.5, 0, 0};
   double dW[1] = {100}, db[1] = {100};
   conv2d_backward_weight(x, dy, dW, db, 2, g);
-  EXPECT_DOUBLE_EQ(dW[0], (1 + 4) + (2.5 + 3));
-  EXPECT_DOUBLE_EQ(db[0], 2 + 1);
+  const std::string what = " of a 1x1 conv on two 2x2 examples (the buffers held 100 before the call)";
+  EXPECT_TRUE(testkit::scalar_matches("dW" + what, dW[0], (1 + 4) + (2.5 + 3), testkit::kDoubleEq,
+                                      {{"adding to the 100 dW held, without zeroing it first", {100 + 10.5}},
+                                       {"example 1 alone (each example overwrites dW: it sums over the batch)", {5.5}},
+                                       {"example 0 alone (dW sums over the batch)", {5}}}));
+  EXPECT_TRUE(testkit::scalar_matches("db" + what, db[0], 2 + 1, testkit::kDoubleEq,
+                                      {{"adding to the 100 db held, without zeroing it first", {103}},
+                                       {"example 1 alone (each example overwrites db: it sums over the batch)", {1}},
+                                       {"example 0 alone (db sums over the batch)", {2}}}));
 }

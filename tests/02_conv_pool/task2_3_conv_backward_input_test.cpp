@@ -3,11 +3,15 @@
 // plain reference forward (reference.hpp), so these tests need Task 2.3 alone.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "02_conv_pool/conv.hpp"
 #include "conv_cases.hpp"
 #include "course_test.hpp"
 #include "planted_mistakes.hpp"
 #include "reference.hpp"
+#include "tensor_check.hpp"
 
 using namespace course;
 using reference::ConvCase;
@@ -24,8 +28,8 @@ void check_input_gradient(const ConvCase& c) {
   GradCheckOptions opt;
   opt.tolerance = 1e-6;  // linear in x: only rounding separates the two
   opt.max_samples = 128;  // the input is the tensor where padding and stride mistakes show: look harder
-  auto result = check_gradient("dx of conv (" + reference::describe(c) + ")", x.data(), {c.B, g.C_in, g.H, g.W},
-                               dx.data(), loss, opt);
+  auto result = check_gradient("dx of conv (" + reference::describe(c) + ")", x.data(),
+                               {{"n", c.B}, {"ci", g.C_in}, {"ih", g.H}, {"iw", g.W}}, dx.data(), loss, opt);
   planted::name_mistake(result, planted::conv_input_mistake(dx, r, W, c.B, g));
   EXPECT_GRADIENT_OK(result);
 }
@@ -48,21 +52,33 @@ TEST(Task2_3_ConvBackwardInput, K3Pad0Stride3) { check_input_gradient(reference:
 // covers padding. Summing over outputs, each dx cell meets the kernel from the
 // other side, which is why the formula has the kernel flipped.
 TEST(Task2_3_ConvBackwardInput, OneOutputGradientLandsOnItsWindow) {
-  const double W[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};  // 3x3, one channel
+  const std::vector<double> W = {1, 2, 3, 4, 5, 6, 7, 8, 9};  // 3x3, one channel
+  // dx of the one-hot dy `dy` against `want`, and against what the classic slips give.
+  const auto check = [&](const ConvGeometry& g, const std::vector<double>& dy, const std::vector<double>& want,
+                         const std::string& what) {
+    std::vector<double> dx(16, -1.0);  // a cell never written stays -1
+    conv2d_backward_input(dy.data(), W.data(), dx.data(), 1, g);
+    std::vector<testkit::KnownSlip> slips;
+    planted::ConvMistakes unflipped;
+    unflipped.flip_kernel = false;
+    slips.push_back({"the kernel NOT flipped", planted::conv_input_gradient(dy, W, 1, g, unflipped)});
+    for (int shift : {-1, 1}) {
+      planted::ConvMistakes shifted;
+      shifted.input_pad_shift = shift;
+      slips.push_back({"landing as if the padding were " + std::to_string(g.P + shift) + ", not " + std::to_string(g.P),
+                       planted::conv_input_gradient(dy, W, 1, g, shifted)});
+    }
+    EXPECT_TRUE(testkit::tensor_matches("dx of a 3x3 kernel 1..9 on a 4x4 image, " + what, {{"ih", 4}, {"iw", 4}}, dx,
+                                        want, testkit::kDoubleEq, slips));
+  };
   {  // pad 1, output (0, 0): its window starts at (-1, -1), so only W[1..2][1..2] lands, at dx[0..1][0..1]
-    const ConvGeometry g{1, 4, 4, 1, 3, 1, 1};
-    std::vector<double> dy(16, 0.0), dx(16, -1.0);
+    std::vector<double> dy(16, 0.0);
     dy[0] = 1;
-    conv2d_backward_input(dy.data(), W, dx.data(), 1, g);
-    const std::vector<double> want = {5, 6, 0, 0, 8, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-    for (int i = 0; i < 16; ++i) EXPECT_DOUBLE_EQ(dx[i], want[i]) << "pad 1, dy at (0, 0): dx[" << i / 4 << "][" << i % 4 << "]";
+    check({1, 4, 4, 1, 3, 1, 1}, dy, {5, 6, 0, 0, 8, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, "pad 1, dy = 1 at output (0, 0)");
   }
   {  // pad 0, output (1, 1) of a 4x4 image: the whole kernel lands at dx[1..3][1..3]
-    const ConvGeometry g{1, 4, 4, 1, 3, 0, 1};
-    std::vector<double> dy(4, 0.0), dx(16, -1.0);
+    std::vector<double> dy(4, 0.0);
     dy[3] = 1;
-    conv2d_backward_input(dy.data(), W, dx.data(), 1, g);
-    const std::vector<double> want = {0, 0, 0, 0, 0, 1, 2, 3, 0, 4, 5, 6, 0, 7, 8, 9};
-    for (int i = 0; i < 16; ++i) EXPECT_DOUBLE_EQ(dx[i], want[i]) << "pad 0, dy at (1, 1): dx[" << i / 4 << "][" << i % 4 << "]";
+    check({1, 4, 4, 1, 3, 0, 1}, dy, {0, 0, 0, 0, 0, 1, 2, 3, 0, 4, 5, 6, 0, 7, 8, 9}, "pad 0, dy = 1 at output (1, 1)");
   }
 }

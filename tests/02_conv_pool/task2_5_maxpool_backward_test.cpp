@@ -3,12 +3,14 @@
 // values far apart, so no finite-difference step changes a window's winner.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "02_conv_pool/pool.hpp"
 #include "course_test.hpp"
 #include "planted_mistakes.hpp"
 #include "reference.hpp"
+#include "tensor_check.hpp"
 
 using namespace course;
 
@@ -24,9 +26,9 @@ void check_pool_gradient(int B, const PoolGeometry& g) {
   GradCheckOptions opt;
   opt.tolerance = 1e-7;  // piecewise linear: away from ties only rounding (about 1e-9 here) separates the two
   opt.max_samples = 256;
-  auto result = check_gradient("dx of " + g.str() + ", batch " + std::to_string(B), x.data(), {B, g.C, g.H, g.W},
-                               dx.data(), loss, opt);
-  planted::name_mistake(result, planted::pool_mistake(dx, x, r, B, g));
+  auto result = check_gradient("dx of " + g.str() + ", batch " + std::to_string(B), x.data(),
+                               {{"n", B}, {"c", g.C}, {"ih", g.H}, {"iw", g.W}}, dx.data(), loss, opt);
+  planted::name_mistake(result, planted::pool_mistake(dx, x, r, B, g, 999.0));
   EXPECT_GRADIENT_OK(result);
 }
 }  // namespace
@@ -49,7 +51,15 @@ TEST(Task2_5_MaxPoolBackward, OverlappingWindowsAreSummed) {
   double dx[9];
   for (double& v : dx) v = -1;
   maxpool_backward(dy, argmax, dx, 1, g);
-  for (int i = 0; i < 9; ++i) EXPECT_DOUBLE_EQ(dx[i], i == 4 ? 10.0 : 0.0) << "dx[" << i / 3 << "][" << i % 3 << "]";
+  const double want[9] = {0, 0, 0, 0, 10, 0, 0, 0, 0};
+  EXPECT_TRUE(testkit::tensor_matches("dx of 2x2 windows at stride 1 on a 3x3 plane, all four won by (1, 1), dy 1..4",
+                                      {{"ih", 3}, {"iw", 3}}, dx, want, testkit::kDoubleEq,
+                                      {{"dx[cell] = dy, each window overwriting the last (a cell that wins several "
+                                        "windows gets the sum of their dy, +=)",
+                                        {0, 0, 0, 0, 4, 0, 0, 0, 0}},
+                                       {"leaving dx's -1 where no window sends a gradient (zero dx first)",
+                                        {-1, -1, -1, -1, 10, -1, -1, -1, -1}},
+                                       {"adding to dx's -1 without zeroing it first", {-1, -1, -1, -1, 9, -1, -1, -1, -1}}}));
 }
 
 // The arg-max indexes its own plane: example 1, channel 1 of a [2, 2, 2, 2]
@@ -59,7 +69,12 @@ TEST(Task2_5_MaxPoolBackward, EachPlaneUsesItsOwnArgmax) {
   const int argmax[4] = {3, 0, 2, 1};
   const double dy[4] = {1, 2, 3, 4};
   double dx[16];
+  for (double& v : dx) v = -1;
   maxpool_backward(dy, argmax, dx, 2, g);
   const double want[16] = {0, 0, 0, 1, 2, 0, 0, 0, 0, 0, 3, 0, 0, 4, 0, 0};
-  for (int i = 0; i < 16; ++i) EXPECT_DOUBLE_EQ(dx[i], want[i]) << "dx flat index " << i;
+  EXPECT_TRUE(testkit::tensor_matches("dx of one 2x2 window per plane of a [2, 2, 2, 2] batch, arg-max 3, 0, 2, 1",
+                                      {{"n", 2}, {"c", 2}, {"ih", 2}, {"iw", 2}}, dx, want, testkit::kDoubleEq,
+                                      {{"every dy sent to plane 0 (the arg-max is a cell of its own plane (n, c), which "
+                                        "starts at (n*C + c)*H*W in dx)",
+                                        {2, 4, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}}}));
 }

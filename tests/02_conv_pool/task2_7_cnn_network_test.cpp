@@ -11,6 +11,7 @@
 #include "01_fc_softmax/train.hpp"
 #include "02_conv_pool/cnn.hpp"
 #include "course_test.hpp"
+#include "tensor_check.hpp"
 
 using namespace course;
 
@@ -27,17 +28,26 @@ struct ParamWant {
 void expect_network(const std::string& spec, Shape3 input, const std::vector<LayerWant>& layers,
                     const std::vector<ParamWant>& params) {
   Network<float> net(parse_arch(spec), input, 10, make_cnn_layer<float>);
-  ASSERT_EQ(net.layers().size(), layers.size()) << spec;
+  const std::string of = " of the network " + spec + " on " + input.str();
+  ASSERT_EQ(net.layers().size(), layers.size()) << "layers" << of;
+  // "<what>: expected X, actual Y" for each property that differs.
+  const auto same = [](const std::string& what, const std::string& actual, const std::string& expected) {
+    if (actual == expected) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << what << ": expected " << expected << ", actual " << actual;
+  };
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    EXPECT_EQ(net.layers()[i]->name(), layers[i].name) << spec << ", layer " << i;
-    EXPECT_EQ(net.layers()[i]->token(), layers[i].token) << spec << ", layer " << i;
-    EXPECT_EQ(net.layers()[i]->out_shape().str(), layers[i].out.str()) << spec << ", layer " << i;
+    const Layer<float>& l = *net.layers()[i];
+    const std::string layer = "layer " + std::to_string(i) + " (" + layers[i].token + ")" + of;
+    EXPECT_TRUE(same("the name of " + layer, l.name(), layers[i].name));
+    EXPECT_TRUE(same("the token of " + layer, l.token(), layers[i].token));
+    EXPECT_TRUE(same("the output shape of " + layer, l.out_shape().str(), layers[i].out.str()));
   }
   const auto ps = net.params();
-  ASSERT_EQ(ps.size(), params.size()) << spec;
+  ASSERT_EQ(ps.size(), params.size()) << "parameter tensors" << of;
   for (std::size_t i = 0; i < params.size(); ++i) {
-    EXPECT_EQ(ps[i]->name, params[i].name) << spec << ", parameter " << i;
-    EXPECT_EQ(ps[i]->value.shape, params[i].shape) << spec << ", " << params[i].name;
+    EXPECT_TRUE(same("the name of parameter " + std::to_string(i) + of, ps[i]->name, params[i].name));
+    EXPECT_TRUE(same("the shape of " + params[i].name + of, TensorShape(ps[i]->value.shape).str(),
+                     TensorShape(params[i].shape).str()));
   }
 }
 
@@ -117,13 +127,22 @@ TEST(Task2_7_CnnNetwork, BuildsOtherInputsAndStrides) {
 // are drawn in model order from Rng(seed): conv1.weight first.
 TEST(Task2_7_CnnNetwork, HeInitUsesConvFanIn) {
   Network<float> net(parse_arch(named_model_spec("cnn")), {1, 28, 28}, 10, make_cnn_layer<float>);
-  EXPECT_EQ(net.layers()[0]->fan_in(), 1 * 3 * 3);
-  EXPECT_EQ(net.layers()[3]->fan_in(), 16 * 3 * 3);
+  EXPECT_EQ(net.layers()[0]->fan_in(), 1 * 3 * 3) << "conv1's fan_in, C_in * K * K";
+  EXPECT_EQ(net.layers()[3]->fan_in(), 16 * 3 * 3) << "conv2's fan_in, C_in * K * K";
   net.init(42);
-  std::vector<float> want(16 * 9);
-  Rng rng(42);
-  rng.fill_normal(want.data(), want.size(), std::sqrt(2.0 / 9));
-  EXPECT_EQ(net.params()[0]->value.data, want) << "conv1.weight must be the first 144 draws of Rng(42), sd sqrt(2/9)";
+  // conv1.weight must be the first 144 draws of Rng(42) with sd sqrt(2 / 9); what it is when fan_in
+  // leaves out the kernel (C_in) or counts the outputs (C_out * K * K):
+  const auto draws = [](double fan_in) {
+    std::vector<float> w(16 * 9);
+    Rng(42).fill_normal(w.data(), w.size(), std::sqrt(2.0 / fan_in));
+    return std::vector<double>(w.begin(), w.end());
+  };
+  const std::vector<double> want = draws(9);
+  EXPECT_TRUE(testkit::tensor_matches("conv1.weight after init(42): the first 144 draws of Rng(42), sd sqrt(2 / 9)",
+                                      testkit::parameter_shape(net.params()[0]->value.shape),
+                                      net.params()[0]->value.data, want, testkit::kExact,
+                                      {{"fan_in = C_in = 1 (the K*K taps left out)", draws(1)},
+                                       {"fan_in = C_out*K*K = 144 (the outputs counted)", draws(144)}}));
 }
 
 // Stage 02 on the MLP is stage 01: the same seed gives bit-identical losses and
@@ -139,12 +158,16 @@ TEST(Task2_7_CnnNetwork, MlpMatchesStage01BitForBit) {
   train_epoch(stage01, train, cfg, 0, [&](long, double loss) { losses01.push_back(loss); });
   train_epoch(stage02, train, cfg, 0, [&](long, double loss) { losses02.push_back(loss); });
   ASSERT_EQ(losses01.size(), 10u);
-  EXPECT_EQ(losses01, losses02) << "the running losses differ";
+  ASSERT_EQ(losses02.size(), 10u) << "stage 02's network: batches seen in one epoch of 320 examples in batches of 32";
+  EXPECT_TRUE(testkit::tensor_matches("stage 02's running loss sums of the MLP, against stage 01's", {{"batch", 10}},
+                                      losses02, losses01, testkit::kExact));
   const auto p01 = stage01.params(), p02 = stage02.params();
   ASSERT_EQ(p01.size(), p02.size());
   for (std::size_t i = 0; i < p01.size(); ++i) {
     EXPECT_EQ(p01[i]->name, p02[i]->name);
-    EXPECT_EQ(p01[i]->value.data, p02[i]->value.data) << p01[i]->name << " differs after 10 steps";
+    EXPECT_TRUE(testkit::tensor_matches("stage 02's " + p01[i]->name + " after 10 steps, against stage 01's",
+                                        testkit::parameter_shape(p01[i]->value.shape), p02[i]->value.data,
+                                        p01[i]->value.data, testkit::kExact));
   }
 }
 
@@ -164,7 +187,8 @@ TEST(Task2_7_CnnTraining, LossFallsAndAccuracyRises) {
   }
   const EpochStats after = engine.evaluate(test, nullptr);
   const double acc_before = double(before.correct) / before.seen, acc_after = double(after.correct) / after.seen;
-  EXPECT_LT(last_loss, 0.5 * first_loss) << "training loss did not fall";
-  EXPECT_GT(acc_after, acc_before + 0.3) << "test accuracy did not rise";
-  EXPECT_GT(acc_after, 0.8);
+  EXPECT_LT(last_loss, 0.5 * first_loss) << "the CNN's mean training loss did not fall to half: epoch 0 " << first_loss
+                                         << ", epoch 2 " << last_loss << " (Tasks 2.1 to 2.7 and stage 01 all take part)";
+  EXPECT_GT(acc_after, acc_before + 0.3) << "the CNN's test accuracy did not rise by 0.3 from " << acc_before;
+  EXPECT_GT(acc_after, 0.8) << "the CNN's test accuracy after 3 epochs";
 }

@@ -1,6 +1,7 @@
 // Helpers shared by the stage 03 tests: small models, weights drawn without
 // he_init (Task 1.5), replicas built by hand, and comparisons that print the
-// tensor, the worst relative error and where it is.
+// tensor, its shape, expected and actual where they differ, and the slip that
+// explains them.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,7 +10,6 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,9 +18,9 @@
 #include "02_conv_pool/cnn.hpp"
 #include "03_openmp/replica.hpp"
 #include "common/engine.hpp"
-#include "common/gradcheck.hpp"
 #include "common/rng.hpp"
 #include "course_test.hpp"
+#include "tensor_check.hpp"
 
 namespace course::s03test {
 
@@ -58,40 +58,20 @@ struct TestReplicas {
   }
 };
 
-/// The worst entry of a comparison.
-struct Worst {
-  double rel = 0, got = 0, want = 0;
-  std::size_t index = 0;
-};
-
 /// Compares got with want entry by entry, relative to the tensor's largest entry:
-/// |got - want| <= rtol * max(|want|, floor * max|want|), floor = 1 by default.
+/// |got - want| <= rtol * max|want|; rtol = 0 asks for bit-identical values. On failure the
+/// message is tensor_matches's: the tensor, its shape, expected and actual at the first wrong
+/// entries and the worst, and the slip that explains them (one of `slips`, or a generic one).
 ///
-/// Rounding errors of a float sum scale with the size of its terms, not of the
-/// result, so an entry that is nearly zero by cancellation (a bias gradient
-/// summed over a batch) is measured against the tensor's scale; rtol = 0 asks
-/// for bit-identical values.
-template <typename T>
-::testing::AssertionResult close(const std::string& what, const T* got, const T* want, const std::vector<int>& shape,
-                                 double rtol, double floor = 1.0) {
-  const std::size_t n = TensorT<T>::count(shape);
+/// Rounding errors of a float sum scale with the size of its terms, not of the result, so an
+/// entry that is nearly zero by cancellation (a bias gradient summed over a batch) is measured
+/// against the tensor's scale.
+template <typename T, typename U>
+::testing::AssertionResult close(const std::string& what, const TensorShape& shape, const T* got, const U* want,
+                                 double rtol, const std::vector<testkit::KnownSlip>& slips = {}) {
   double scale = 0;
-  for (std::size_t i = 0; i < n; ++i) scale = std::max(scale, std::fabs(static_cast<double>(want[i])));
-  Worst w;
-  bool ok = true;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double a = got[i], b = want[i];
-    const double denom = std::max(std::fabs(b), floor * scale);
-    const double rel = denom > 0 ? std::fabs(a - b) / denom : std::fabs(a - b) > 0 ? INFINITY : 0.0;
-    if (!(rel <= rtol)) ok = false;
-    if (!(rel <= w.rel)) w = {rel, a, b, i};
-  }
-  if (ok) return ::testing::AssertionSuccess();
-  std::ostringstream s;
-  s.precision(9);
-  s << what << ": worst relative error " << w.rel << " at " << index_to_string(w.index, shape) << " (got " << w.got
-    << ", expected " << w.want << "), tolerance " << rtol;
-  return ::testing::AssertionFailure() << s.str();
+  for (std::size_t i = 0; i < shape.count(); ++i) scale = std::max(scale, std::fabs(static_cast<double>(want[i])));
+  return testkit::tensor_matches(what, shape, got, want, testkit::Tolerance{rtol * scale, 0}, slips);
 }
 
 /// Every parameter tensor of `got` against `want` (same names and shapes).
@@ -101,7 +81,8 @@ inline void expect_params_close(const std::vector<NamedTensor>& got, const std::
   for (std::size_t i = 0; i < got.size(); ++i) {
     ASSERT_EQ(got[i].name, want[i].name) << context;
     ASSERT_EQ(got[i].tensor.shape, want[i].tensor.shape) << context << " " << got[i].name;
-    EXPECT_TRUE(close(context + ", " + got[i].name, got[i].tensor.ptr(), want[i].tensor.ptr(), want[i].tensor.shape, rtol));
+    EXPECT_TRUE(close(context + ", " + got[i].name, testkit::parameter_shape(want[i].tensor.shape), got[i].tensor.ptr(),
+                      want[i].tensor.ptr(), rtol));
   }
 }
 
@@ -119,7 +100,8 @@ inline void expect_gradients_close(Network<float>& got, Network<float>& want, do
   const auto g = got.params(), w = want.params();
   ASSERT_EQ(g.size(), w.size()) << context;
   for (std::size_t i = 0; i < g.size(); ++i)
-    EXPECT_TRUE(close(context + ", gradient of " + w[i]->name, g[i]->grad.ptr(), w[i]->grad.ptr(), w[i]->grad.shape, rtol));
+    EXPECT_TRUE(close(context + ", gradient of " + w[i]->name, testkit::parameter_shape(w[i]->grad.shape),
+                      g[i]->grad.ptr(), w[i]->grad.ptr(), rtol));
 }
 
 /// An engine configuration for a model spec on examples of `input`.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -47,35 +48,58 @@ void check_reduction(const std::vector<int>& sizes, std::uint64_t seed) {
         std::fill(p->grad.data.begin(), p->grad.data.end(), std::numeric_limits<float>::quiet_NaN());
   const float lr = 0.1f, momentum = 0.9f;
 
-  std::vector<std::vector<double>> want_g, want_v, want_w;
-  for (std::size_t p = 0; p < r.master.params().size(); ++p) {
-    Param<float>& m = *r.master.params()[p];
-    std::vector<double> g(m.grad.size(), 0.0), v(g.size()), w(g.size());
-    for (int t = 0; t < R; ++t) {
-      if (sizes[t] == 0) continue;
-      const Param<float>& pt = *r.set.replicas[t]->params[p];
-      for (std::size_t i = 0; i < g.size(); ++i) g[i] += double(sizes[t]) / B * pt.grad[i];
+  // g = sum_t weight(t) g_t over the non-empty shards, v = m v + g, w -= lr v, in double; and
+  // the same with the slips: the shards weighted equally, or not at all, w stepped before v.
+  struct Step {
+    std::vector<std::vector<double>> g, v, w;  // per parameter tensor
+  };
+  int nonempty = 0;
+  for (int n : sizes) nonempty += n > 0;
+  const auto step = [&](const std::function<double(int)>& weight, bool w_before_v) {
+    Step out;
+    for (std::size_t p = 0; p < r.master.params().size(); ++p) {
+      Param<float>& m = *r.master.params()[p];
+      std::vector<double> g(m.grad.size(), 0.0), v(g.size()), w(g.size());
+      for (int t = 0; t < R; ++t) {
+        if (sizes[t] == 0) continue;
+        const Param<float>& pt = *r.set.replicas[t]->params[p];
+        for (std::size_t i = 0; i < g.size(); ++i) g[i] += weight(t) * pt.grad[i];
+      }
+      for (std::size_t i = 0; i < g.size(); ++i) {
+        v[i] = double(momentum) * m.velocity[i] + g[i];
+        w[i] = m.value[i] - double(lr) * (w_before_v ? double(m.velocity[i]) : v[i]);
+      }
+      out.g.push_back(g);
+      out.v.push_back(v);
+      out.w.push_back(w);
     }
-    for (std::size_t i = 0; i < g.size(); ++i) {
-      v[i] = double(momentum) * m.velocity[i] + g[i];
-      w[i] = m.value[i] - double(lr) * v[i];
-    }
-    want_g.push_back(g);
-    want_v.push_back(v);
-    want_w.push_back(w);
-  }
+    return out;
+  };
+  const Step want = step([&](int t) { return double(sizes[t]) / B; }, false);
+  const struct {
+    std::string what;
+    Step step;
+  } slips[] = {{"the shards weighted equally, g = (1/" + std::to_string(nonempty) + ") sum_t g_t (the weight is n_t/B)",
+                step([&](int) { return 1.0 / nonempty; }, false)},
+               {"the shards added without weights, g = sum_t g_t (the weight is n_t/B)", step([](int) { return 1.0; }, false)},
+               {"w stepped with the old v, before v = momentum v + g", step([&](int t) { return double(sizes[t]) / B; }, true)}};
+  const auto slips_of = [&](std::vector<std::vector<double>> Step::*tensor, std::size_t p) {
+    std::vector<testkit::KnownSlip> out;
+    for (const auto& slip : slips) out.push_back({slip.what, (slip.step.*tensor)[p]});
+    return out;
+  };
 
   reduce_and_update(r.set.replicas, shards, B, lr, momentum);
 
-  for (std::size_t p = 0; p < want_g.size(); ++p) {
+  for (std::size_t p = 0; p < want.g.size(); ++p) {
     const Param<float>& m = *r.master.params()[p];
-    const std::vector<double> got_g(m.grad.data.begin(), m.grad.data.end());
-    const std::vector<double> got_v(m.velocity.data.begin(), m.velocity.data.end());
-    const std::vector<double> got_w(m.value.data.begin(), m.value.data.end());
-    EXPECT_TRUE(close("the master's " + m.name + " gradient, sum_t (n_t/B) g_t", got_g.data(), want_g[p].data(),
-                      m.grad.shape, 1e-5));
-    EXPECT_TRUE(close("the master's " + m.name + " velocity", got_v.data(), want_v[p].data(), m.grad.shape, 1e-5));
-    EXPECT_TRUE(close("the master's " + m.name + " after the step", got_w.data(), want_w[p].data(), m.grad.shape, 1e-5));
+    const TensorShape shape = testkit::parameter_shape(m.grad.shape);
+    EXPECT_TRUE(close("the master's " + m.name + " gradient, sum_t (n_t/B) g_t", shape, m.grad.ptr(), want.g[p].data(),
+                      1e-5, slips_of(&Step::g, p)));
+    EXPECT_TRUE(close("the master's " + m.name + " velocity", shape, m.velocity.ptr(), want.v[p].data(), 1e-5,
+                      slips_of(&Step::v, p)));
+    EXPECT_TRUE(close("the master's " + m.name + " after the step", shape, m.value.ptr(), want.w[p].data(), 1e-5,
+                      slips_of(&Step::w, p)));
   }
 }
 
@@ -105,9 +129,10 @@ TEST(Task3_2_Reduction, OneReplicaIsPlainSgdBitForBit) {
   for (Param<float>* p : ref.params())
     sgd_update(p->value.ptr(), p->grad.ptr(), p->velocity.ptr(), static_cast<long>(p->value.size()), 0.05f, 0.9f);
   for (std::size_t p = 0; p < ref.params().size(); ++p)
-    EXPECT_TRUE(close(ref.params()[p]->name, r.master.params()[p]->value.ptr(), ref.params()[p]->value.ptr(),
-                      ref.params()[p]->value.shape, 0.0, 0.0))
-        << "with one replica the weight n_0/B is exactly 1: the step must equal stage 01's";
+    EXPECT_TRUE(close(ref.params()[p]->name + " after one step with one replica (the weight n_0/B is exactly 1: the step "
+                          "must equal stage 01's sgd_update, bit for bit)",
+                      testkit::parameter_shape(ref.params()[p]->value.shape), r.master.params()[p]->value.ptr(),
+                      ref.params()[p]->value.ptr(), 0.0));
 }
 
 // ---- whole steps: Tasks 3.1 and 3.2 together, through the engine ---------------------------

@@ -170,6 +170,33 @@ TEST(Mismatch, TheGradientCheckerNamesATransposedGradient) {
   const auto r = check_gradient("dW", p.data(), {3, 4}, transposed.data(), loss);
   EXPECT_FALSE(r.passed);
   EXPECT_TRUE(has(r.message(), "laid out with axis 0 and axis 1 swapped")) << r.message();
+  // With its axes named, the tensor is named with its shape and the diagnosis speaks of its axes.
+  const auto named = check_gradient("dW", p.data(), {{"o", 3}, {"i", 4}}, transposed.data(), loss);
+  EXPECT_TRUE(has(named.message(), "dW, shape [o=3, i=4]: worst relative error")) << named.message();
+  EXPECT_TRUE(has(named.message(), "laid out with o and i swapped")) << named.message();
+}
+
+// Labels (class indices): a wrong class is no arithmetic slip; only where the wrong ones lie is said.
+TEST(Mismatch, LabelsAreNotAmounts) {
+  std::vector<int> want(20, 3), got(20, 3);
+  for (int i = 12; i < 20; ++i) got[i] = 0;  // never recorded past example 12
+  const auto as_amounts = testkit::tensor_matches("predictions", {{"example", 20}}, got, want, testkit::kExact);
+  const auto as_labels = testkit::labels_match("predictions", {{"example", 20}}, got, want);
+  EXPECT_TRUE(has(as_amounts.message(), "actual - expected = -3")) << as_amounts.message();
+  EXPECT_FALSE(has(as_labels.message(), "actual - expected")) << as_labels.message();
+  EXPECT_TRUE(has(as_labels.message(), "right for example < 12, wrong from example = 12 on")) << as_labels.message();
+}
+
+// One number: both values, and a slip of the test's or a simple factor when one explains it.
+TEST(Mismatch, AScalar) {
+  EXPECT_TRUE(testkit::scalar_matches("loss", 2.0, 2.0, testkit::kExact));
+  const auto slip = testkit::scalar_matches("loss", 6.0, 2.0, testkit::kExact, {{"a sum where a mean belongs", {6.0}}});
+  EXPECT_TRUE(has(slip.message(), "loss: expected 2, actual 6 (passes bit for bit)")) << slip.message();
+  EXPECT_TRUE(has(slip.message(), "diagnosis: actual is what a sum where a mean belongs gives")) << slip.message();
+  const auto factor = testkit::scalar_matches("loss", 0.5, 2.0, testkit::Tolerance{1e-9, 0});
+  EXPECT_TRUE(has(factor.message(), "actual = 1/4 x expected")) << factor.message();
+  const auto overflow = testkit::scalar_matches("loss", INFINITY, 2.0, testkit::kExact, {{"e^1000", {INFINITY}}});
+  EXPECT_TRUE(has(overflow.message(), "actual is what e^1000 gives")) << overflow.message();
 }
 
 }  // namespace

@@ -6,11 +6,16 @@
 //
 //   EXPECT_TRUE(testkit::tensor_matches("y of dense_forward", {{"n", B}, {"o", OUT}}, y, ref,
 //                                       testkit::Tolerance{1e-12, 1e-12}));
+//
+// describe_mismatch() is that message for helpers with a pass rule of their own (a bound per
+// entry, a bound on the whole tensor's error); labels_match does the same for class indices and
+// cell indices (no arithmetic diagnosis), and scalar_matches for one number (a loss, a count).
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -31,6 +36,14 @@ struct Tolerance {
   }
 };
 
+/// Bit for bit.
+inline constexpr Tolerance kExact{0, 0};
+/// At least as strict as EXPECT_FLOAT_EQ's 4 units in the last place (one unit is at least
+/// |x| FLT_EPSILON / 2), for values a float computes exactly or to the last bit.
+inline constexpr Tolerance kFloatEq{0, 2 * FLT_EPSILON};
+/// The same for EXPECT_DOUBLE_EQ.
+inline constexpr Tolerance kDoubleEq{0, 2 * DBL_EPSILON};
+
 /// A mistake the test knows and computes: the values `what` would produce.
 struct KnownSlip {
   std::string what;             ///< e.g. "W read as [IN, OUT] (W[i * OUT + o] instead of W[o * IN + i])"
@@ -44,6 +57,37 @@ inline std::string number(double v) {
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
 }
+
+/// "within 1e-12 + 0 x |expected|", or "bit for bit".
+inline std::string tolerance(Tolerance tol) {
+  if (tol.atol == 0 && tol.rtol == 0) return "bit for bit";
+  std::ostringstream s;
+  s << "within " << tol.atol << " + " << tol.rtol << " x |expected|";
+  return s.str();
+}
+
+/// Does `got` hold `values` at every entry (under `close`; an Inf or a NaN where the slip gives
+/// one too: a slip may overflow)?
+inline bool same_values(const std::vector<double>& got, const std::vector<double>& values, const CloseEnough& close) {
+  if (values.size() != got.size()) return false;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!(close(got[i], values[i]) || got[i] == values[i] || (std::isnan(got[i]) && std::isnan(values[i]))))
+      return false;
+  return true;
+}
+
+inline bool same_values(const std::vector<double>& got, const std::vector<double>& values, Tolerance tol) {
+  return same_values(got, values, [tol](double a, double e) { return tol.accepts(a, e); });
+}
+
+/// The first slip that gives `got` at every entry (under `close`), or nullptr.
+inline const KnownSlip* matching_slip(const std::vector<double>& got, const std::vector<KnownSlip>& slips,
+                                      const CloseEnough& close) {
+  for (const KnownSlip& slip : slips)
+    if (same_values(got, slip.values, close)) return &slip;
+  return nullptr;
+}
+
 
 /// Tensors larger than this are diagnosed from a sample of their entries (every wrong entry
 /// shown in the message among them): the diagnosis looks each compared entry up by index.
@@ -66,10 +110,8 @@ struct EntryRule {
 
 /// The rule of a Tolerance: |actual - expected| <= atol + rtol |expected|.
 inline EntryRule entry_rule(Tolerance tol) {
-  std::ostringstream t;
-  t << "an entry passes within " << tol.atol << " + " << tol.rtol << " x |expected|";
   return {[tol](std::size_t, double e) { return tol.atol + tol.rtol * std::fabs(e); },
-          [tol](double a, double e) { return tol.accepts(a, e); }, t.str(), false};
+          [tol](double a, double e) { return tol.accepts(a, e); }, "an entry passes " + detail::tolerance(tol), false};
 }
 
 /// The message of a tensor found wrong, as tensor_matches() prints it:
@@ -88,7 +130,8 @@ inline EntryRule entry_rule(Tolerance tol) {
 inline std::string describe_mismatch(const std::string& what, const TensorShape& shape_in,
                                      const std::vector<double>& actual, const std::vector<double>& expected,
                                      const EntryRule& rule, const std::vector<KnownSlip>& slips = {},
-                                     const std::vector<std::string>& notes = {}) {
+                                     const std::vector<std::string>& notes = {},
+                                     ValueKind kind = ValueKind::Amounts) {
   const std::size_t n = std::min(actual.size(), expected.size());
   const TensorShape shape = shape_in.count() == n ? shape_in : TensorShape(std::vector<int>{static_cast<int>(n)});
   std::vector<double> bound(n);
@@ -131,15 +174,8 @@ inline std::string describe_mismatch(const std::string& what, const TensorShape&
   if (wrong > first.size() || !worst_shown) m << "\n";
   for (const std::string& note : notes) m << "    " << note << "\n";
   std::string diagnosis;
-  for (const KnownSlip& slip : slips) {
-    if (slip.values.size() != n) continue;
-    bool same = true;
-    for (std::size_t i = 0; i < n && same; ++i) same = rule.close(actual[i], slip.values[i]);
-    if (same) {
-      diagnosis = "actual is what " + slip.what + " gives";
-      break;
-    }
-  }
+  const std::vector<double> got(actual.begin(), actual.begin() + static_cast<long>(n));
+  if (const KnownSlip* slip = detail::matching_slip(got, slips, rule.close)) diagnosis = "actual is what " + slip->what + " gives";
   if (diagnosis.empty()) {
     std::vector<ExpectedEntry> want;
     if (n <= detail::kDiagnoseAll) {
@@ -155,7 +191,7 @@ inline std::string describe_mismatch(const std::string& what, const TensorShape&
       pick.erase(std::unique(pick.begin(), pick.end()), pick.end());
       for (std::size_t i : pick) want.push_back({i, expected[i]});
     }
-    diagnosis = diagnose_mismatch(shape, actual, want, rule.close);
+    diagnosis = diagnose_mismatch(shape, got, want, rule.close, {}, kind);
   }
   if (!diagnosis.empty()) m << "    diagnosis: " << diagnosis << "\n";
   return m.str();
@@ -165,10 +201,10 @@ inline std::string describe_mismatch(const std::string& what, const TensorShape&
 template <typename A, typename E>
 std::string describe_mismatch(const std::string& what, const TensorShape& shape, const A* actual, const E* expected,
                               std::size_t count, Tolerance tol, const std::vector<KnownSlip>& slips = {},
-                              const std::vector<std::string>& notes = {}) {
+                              const std::vector<std::string>& notes = {}, ValueKind kind = ValueKind::Amounts) {
   std::vector<double> got(count), want(count);
   for (std::size_t i = 0; i < count; ++i) got[i] = static_cast<double>(actual[i]), want[i] = static_cast<double>(expected[i]);
-  return describe_mismatch(what, shape, got, want, entry_rule(tol), slips, notes);
+  return describe_mismatch(what, shape, got, want, entry_rule(tol), slips, notes, kind);
 }
 
 template <typename A, typename E>
@@ -200,13 +236,64 @@ template <typename A, typename E>
   return tensor_matches(what, shape, actual.data(), expected.data(), tol, slips);
 }
 
-/// The shape of a model parameter with its axes named by rank: a dense weight [o, i], a conv
-/// weight [o, c, kh, kw], a bias [o]; other ranks unnamed.
+/// Labels (class indices, the index of a cell) against the ones they should be, bit for bit: the
+/// same message, whose diagnosis says only which entries are wrong and where they lie, never
+/// what arithmetic would turn one label into another.
+template <typename A, typename E>
+::testing::AssertionResult labels_match(const std::string& what, const TensorShape& shape, const A* actual,
+                                        const E* expected, const std::vector<KnownSlip>& slips = {}) {
+  const std::size_t n = shape.count();
+  bool all = true;
+  for (std::size_t i = 0; i < n && all; ++i) all = static_cast<double>(actual[i]) == static_cast<double>(expected[i]);
+  if (all) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << describe_mismatch(what, shape, actual, expected, n, kExact, slips, {},
+                                                            ValueKind::Labels);
+}
+
+template <typename A, typename E>
+::testing::AssertionResult labels_match(const std::string& what, const TensorShape& shape, const std::vector<A>& actual,
+                                        const std::vector<E>& expected, const std::vector<KnownSlip>& slips = {}) {
+  if (actual.size() != shape.count() || expected.size() != shape.count())
+    return ::testing::AssertionFailure() << what << ": " << actual.size() << " values, expected " << expected.size()
+                                         << " (shape " << shape.str() << ")";
+  return labels_match(what, shape, actual.data(), expected.data(), slips);
+}
+
+/// One number against the value it should hold: "<what>: expected X, actual Y", and what the
+/// difference is when the test's known slips or a simple factor explain it.
+template <typename A, typename E>
+::testing::AssertionResult scalar_matches(const std::string& what, A actual, E expected, Tolerance tol,
+                                          const std::vector<KnownSlip>& slips = {}) {
+  const double got = static_cast<double>(actual), want = static_cast<double>(expected);
+  if (tol.accepts(got, want)) return ::testing::AssertionSuccess();
+  std::ostringstream m;
+  m << what << ": expected " << detail::number(want) << ", actual " << detail::number(got) << " (passes "
+    << detail::tolerance(tol) << ")";
+  std::string diagnosis;
+  if (const KnownSlip* slip = detail::matching_slip({got}, slips, [tol](double a, double e) { return tol.accepts(a, e); })) {
+    diagnosis = "actual is what " + slip->what + " gives";
+  } else if (!std::isfinite(got)) {
+    diagnosis = "actual is " + detail::number(got) + ": an overflow, a log of 0, or a 0/0 on the way";
+  } else if (want != 0 && got != 0) {
+    const double k = got / want;  // named only when it is a whole number or one over one: a count
+    const double r = std::round(k), inv = std::round(1 / k);
+    if (std::fabs(k + 1) <= 1e-6)
+      diagnosis = "actual = -expected: the sign is flipped";
+    else if ((std::fabs(r) >= 2 && std::fabs(k - r) <= 1e-6 * std::fabs(r)) ||
+             (std::fabs(inv) >= 2 && std::fabs(1 / k - inv) <= 1e-6 * std::fabs(inv)))
+      diagnosis = "actual = " + factor_string(k) + " x expected: a constant factor (a count divided by, or not?)";
+  }
+  if (!diagnosis.empty()) m << "\n    diagnosis: " << diagnosis;
+  return ::testing::AssertionFailure() << m.str();
+}
+
+/// The shape of a model parameter with its axes named by rank: a bias [o], a dense weight [o, i],
+/// a conv weight [co, ci, kh, kw] (the layouts of every stage); other ranks unnamed.
 inline TensorShape parameter_shape(const std::vector<int>& sizes) {
   TensorShape s(sizes);
   if (sizes.size() == 1) s.names = {"o"};
   if (sizes.size() == 2) s.names = {"o", "i"};
-  if (sizes.size() == 4) s.names = {"o", "c", "kh", "kw"};
+  if (sizes.size() == 4) s.names = {"co", "ci", "kh", "kw"};
   return s;
 }
 
