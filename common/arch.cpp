@@ -31,8 +31,9 @@ std::string LayerSpec::token() const {
       if (stride != 1) s += "s" + std::to_string(stride);
       return s;
     }
-    case LayerKind::MaxPool: {
-      std::string s = "pool" + std::to_string(kernel);
+    case LayerKind::MaxPool:
+    case LayerKind::AvgPool: {
+      std::string s = (kind == LayerKind::AvgPool ? "avgpool" : "pool") + std::to_string(kernel);
       if (stride != kernel) s += "s" + std::to_string(stride);
       if (pad) s += "p" + std::to_string(pad);
       return s;
@@ -51,7 +52,7 @@ std::string Arch::spec() const {
 
 bool Arch::has_conv() const {
   for (const auto& l : layers)
-    if (l.kind == LayerKind::Conv || l.kind == LayerKind::MaxPool) return true;
+    if (l.kind == LayerKind::Conv || is_pool(l.kind)) return true;
   return false;
 }
 
@@ -130,19 +131,26 @@ LayerSpec parse_token(const std::string& tok, int index) {
     l.stride = v[2];
     return l;
   }
-  if (starts("pool")) {
-    l.kind = LayerKind::MaxPool;
-    if (!read_count(tok, 4, &end, &l.kernel)) return fail("pool<K>[s<S>][p<P>], e.g. pool2");
+  // Max-pool (pool<K>...) and average-pool (avgpool<K>...) share their fields and the padding rule.
+  const bool avg = starts("avgpool");
+  if (avg || starts("pool")) {
+    const std::string form = avg ? "avgpool<K>[s<S>][p<P>], e.g. avgpool2 or avgpool3s1p1"
+                                 : "pool<K>[s<S>][p<P>], e.g. pool2 or pool3s2";
+    const std::size_t start = avg ? 7 : 4;
+    l.kind = avg ? LayerKind::AvgPool : LayerKind::MaxPool;
+    if (!read_count(tok, start, &end, &l.kernel)) return fail(form);
     int v[2] = {l.kernel, 0};  // s, p
     bool seen[2] = {false, false};
-    if (!read_fields(tok, end, "sp", v, seen) || v[0] < 1)
-      return fail("pool<K>[s<S>][p<P>], e.g. pool2 or pool3s2");
+    if (!read_fields(tok, end, "sp", v, seen) || v[0] < 1) return fail(form);
     l.stride = v[0];
     l.pad = v[1];
-    if (l.pad >= l.kernel) return fail("pool padding smaller than the window");
+    // P >= K would make the first window (rows -P .. K-1-P) all padding: arch.hpp says why that is refused.
+    if (l.pad >= l.kernel)
+      return fail("pool padding smaller than the window (P < K: with P = " + std::to_string(l.pad) + " >= K = " +
+                  std::to_string(l.kernel) + " the edge windows would hold only padding)");
     return l;
   }
-  return fail("one of fc<N>, conv<F>k<K>..., pool<K>..., flatten, relu, leaky, sigmoid, tanh, softplus");
+  return fail("one of fc<N>, conv<F>k<K>..., pool<K>..., avgpool<K>..., flatten, relu, leaky, sigmoid, tanh, softplus");
 }
 
 }  // namespace
@@ -267,7 +275,8 @@ std::vector<Shape3> layer_shapes(const Arch& arch, Shape3 in, int classes) {
       case LayerKind::Flatten: s = Shape3{static_cast<int>(s.size()), 1, 1}; flat = true; break;
       case LayerKind::Activation: break;
       case LayerKind::Conv:
-      case LayerKind::MaxPool: {
+      case LayerKind::MaxPool:
+      case LayerKind::AvgPool: {
         if (flat) throw fail("needs an image, but an earlier layer flattened it");
         // In long: a padded side of a tall image could pass the range of int.
         const long hp = s.h + 2L * l.pad, wp = s.w + 2L * l.pad;

@@ -8,10 +8,31 @@
 /// | `fc<N>`            | dense layer with N outputs (flattens its input)        |
 /// | `conv<F>k<K>[p<P>][s<S>]` | F filters of K x K, padding P (0), stride S (1) |
 /// | `pool<K>[s<S>][p<P>]` | max-pool K x K, stride S (K), padding P (0)         |
+/// | `avgpool<K>[s<S>][p<P>]` | average-pool K x K, stride S (K), padding P (0)  |
 /// | `flatten`          | [C, H, W] -> [C*H*W]                                    |
 /// | `relu` `leaky` `sigmoid` `tanh` `softplus` | activation                      |
 ///
 /// The last layer must be `fc<classes>`; softmax cross-entropy follows it.
+///
+/// **Pooling windows and padding** (both kinds, every stage). Window (i, j) covers
+/// rows i*S - P .. i*S - P + K - 1 (columns likewise), and Ho = floor((H + 2P - K) / S) + 1,
+/// so no window reaches past the padded input. Padding must be smaller than the
+/// window, 0 <= P < K: then every window holds at least one image cell (the first
+/// one covers rows -P .. K-1-P, which reach row 0 exactly when P <= K - 1). With
+/// P >= K the first and last windows hold only padding: a max-pool there has no
+/// cell to take (padding never wins a max), and an average is a constant 0 that
+/// carries no gradient. The course refuses such a layer, at parse time and in
+/// every stage's geometry check. (PyTorch refuses more: it needs P <= K/2. The
+/// max-pooling study's "k 2 s 2, padding 2" is such a layer: its output is the
+/// unpadded pool's with a border of constant cells added, see lesson 02.)
+///
+/// - `pool`: padded cells never win (the window is cut to the image); ties go to
+///   the first maximum in row-major window order.
+/// - `avgpool`: the sum of the window's image cells divided by K*K, whatever the
+///   padding: padded cells count as zeros (PyTorch's count_include_pad=True, its
+///   default, and cuDNN's CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING). So every
+///   output is the same linear map of its window, and its gradient spreads
+///   dy / (K*K) to each image cell of the window.
 #pragma once
 
 #include <string>
@@ -27,7 +48,12 @@ struct Shape3 {
   std::string str() const;  ///< "1x28x28"
 };
 
-enum class LayerKind { Dense, Conv, MaxPool, Flatten, Activation };
+/// The kinds of layer. New kinds go at the end: the number of a kind keys layer names
+/// (fc1, pool1, avgpool1, ...) in every stage.
+enum class LayerKind { Dense, Conv, MaxPool, Flatten, Activation, AvgPool };
+
+/// True for the two pooling kinds (max and average), which share a window geometry.
+inline bool is_pool(LayerKind k) { return k == LayerKind::MaxPool || k == LayerKind::AvgPool; }
 enum class Activation { ReLU, LeakyReLU, Sigmoid, Tanh, Softplus };
 
 /// Name of an activation as written in specs ("relu").
@@ -37,18 +63,18 @@ const char* activation_name(Activation a);
 struct LayerSpec {
   LayerKind kind = LayerKind::Dense;
   int units = 0;   ///< dense outputs, or conv filters
-  int kernel = 0;  ///< conv / pool window
+  int kernel = 0;  ///< conv / pool window (K)
   int stride = 1;
   int pad = 0;
   Activation act = Activation::ReLU;  ///< for LayerKind::Activation
-  std::string token() const;          ///< canonical text, e.g. "conv16k3p1"
+  std::string token() const;          ///< canonical text, e.g. "conv16k3p1", "avgpool3s1p1"
 };
 
 /// A parsed architecture.
 struct Arch {
   std::vector<LayerSpec> layers;
   std::string spec() const;  ///< canonical spec string, comma-separated
-  bool has_conv() const;     ///< true if any conv or pool layer is present
+  bool has_conv() const;     ///< true if any conv or pool (max or average) layer is present: the model needs an image
 };
 
 /// Parses a spec string; throws std::invalid_argument naming the bad token and
