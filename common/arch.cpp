@@ -176,16 +176,63 @@ Arch parse_arch(const std::string& spec) {
   return arch;
 }
 
-std::vector<std::string> named_models() { return {"mlp", "cnn", "cnn-deep"}; }
+namespace {
 
-std::string named_model_spec(const std::string& name) {
-  if (name == "mlp") return "fc256,relu,fc128,relu,fc10";
-  if (name == "cnn") return "conv16k3p1,relu,pool2,conv32k3p1,relu,pool2,flatten,fc100,relu,fc10";
-  if (name == "cnn-deep")
-    return "conv16k3p1,relu,pool2,conv32k3p1,relu,pool2,conv32k3p1,relu,pool2,flatten,fc128,relu,fc50,"
-           "relu,fc10";
-  throw std::invalid_argument("unknown model '" + name + "' (known: mlp, cnn, cnn-deep)");
+// The thesis's conv block: conv 3x3 pad 1, ReLU, max-pool 2 (COURSE.md section 10).
+std::string conv_block(int filters) { return "conv" + std::to_string(filters) + "k3p1,relu,pool2,"; }
+
+struct NamedModel {
+  const char* name;
+  std::string spec;
+  std::optional<Shape3> input;            // nullopt: the data set's shape
+  std::optional<TrainingRecipe> recipe;   // nullopt: the trainer's flags
+};
+
+// FLOPs and parameters of each: the table in arch.hpp.
+const std::vector<NamedModel>& model_table() {
+  static const std::string cnn = conv_block(16) + conv_block(32) + "flatten,fc100,relu,fc10";
+  static const std::string deep = conv_block(16) + conv_block(32) + conv_block(32) + "flatten,fc128,relu,fc50,relu,fc10";
+  static const std::vector<NamedModel> table = {
+      {"mlp", "fc256,relu,fc128,relu,fc10", std::nullopt, std::nullopt},
+      {"cnn", cnn, std::nullopt, std::nullopt},
+      {"cnn-deep", deep, std::nullopt, std::nullopt},
+      // The thesis's M0, M1, M2: its inputs and its recipes.
+      {"m0", cnn, Shape3{3, 32, 32}, TrainingRecipe{32, 1000, 0.001}},
+      {"m1", cnn, Shape3{3, 40, 40}, TrainingRecipe{32, 1000, 0.001}},
+      {"m2", deep, Shape3{3, 40, 40}, TrainingRecipe{32, 2000, 0.00001}},
+      // The course's two larger models for Fig 5.4, with M2's recipe: m2 twice as wide,
+      // then two convs a block (the second without a pool) and wider again.
+      {"m3", conv_block(32) + conv_block(64) + conv_block(64) + "flatten,fc128,relu,fc50,relu,fc10",
+       Shape3{3, 40, 40}, TrainingRecipe{32, 2000, 0.00001}},
+      {"m4",
+       "conv32k3p1,relu," + conv_block(32) + "conv64k3p1,relu," + conv_block(64) + "conv128k3p1,relu," +
+           conv_block(128) + "flatten,fc256,relu,fc50,relu,fc10",
+       Shape3{3, 40, 40}, TrainingRecipe{32, 2000, 0.00001}},
+  };
+  return table;
 }
+
+const NamedModel& find_model(const std::string& name) {
+  for (const auto& m : model_table())
+    if (name == m.name) return m;
+  std::string known;
+  for (const auto& m : model_table()) known += (known.empty() ? "" : ", ") + std::string(m.name);
+  throw std::invalid_argument("unknown model '" + name + "' (known: " + known + ")");
+}
+
+}  // namespace
+
+std::vector<std::string> named_models() {
+  std::vector<std::string> names;
+  for (const auto& m : model_table()) names.push_back(m.name);
+  return names;
+}
+
+std::string named_model_spec(const std::string& name) { return find_model(name).spec; }
+
+std::optional<Shape3> named_model_input(const std::string& name) { return find_model(name).input; }
+
+std::optional<TrainingRecipe> named_model_recipe(const std::string& name) { return find_model(name).recipe; }
 
 std::string spec_from_layer_sizes(const std::string& sizes, const std::string& activation,
                                   long input_size, int classes) {
