@@ -31,8 +31,9 @@ std::string LayerSpec::token() const {
       if (stride != 1) s += "s" + std::to_string(stride);
       return s;
     }
-    case LayerKind::MaxPool: {
-      std::string s = "pool" + std::to_string(kernel);
+    case LayerKind::MaxPool:
+    case LayerKind::AvgPool: {
+      std::string s = (kind == LayerKind::AvgPool ? "avgpool" : "pool") + std::to_string(kernel);
       if (stride != kernel) s += "s" + std::to_string(stride);
       if (pad) s += "p" + std::to_string(pad);
       return s;
@@ -51,7 +52,7 @@ std::string Arch::spec() const {
 
 bool Arch::has_conv() const {
   for (const auto& l : layers)
-    if (l.kind == LayerKind::Conv || l.kind == LayerKind::MaxPool) return true;
+    if (l.kind == LayerKind::Conv || is_pool(l.kind)) return true;
   return false;
 }
 
@@ -130,19 +131,26 @@ LayerSpec parse_token(const std::string& tok, int index) {
     l.stride = v[2];
     return l;
   }
-  if (starts("pool")) {
-    l.kind = LayerKind::MaxPool;
-    if (!read_count(tok, 4, &end, &l.kernel)) return fail("pool<K>[s<S>][p<P>], e.g. pool2");
+  // Max-pool (pool<K>...) and average-pool (avgpool<K>...) share their fields and the padding rule.
+  const bool avg = starts("avgpool");
+  if (avg || starts("pool")) {
+    const std::string form = avg ? "avgpool<K>[s<S>][p<P>], e.g. avgpool2 or avgpool3s1p1"
+                                 : "pool<K>[s<S>][p<P>], e.g. pool2 or pool3s2";
+    const std::size_t start = avg ? 7 : 4;
+    l.kind = avg ? LayerKind::AvgPool : LayerKind::MaxPool;
+    if (!read_count(tok, start, &end, &l.kernel)) return fail(form);
     int v[2] = {l.kernel, 0};  // s, p
     bool seen[2] = {false, false};
-    if (!read_fields(tok, end, "sp", v, seen) || v[0] < 1)
-      return fail("pool<K>[s<S>][p<P>], e.g. pool2 or pool3s2");
+    if (!read_fields(tok, end, "sp", v, seen) || v[0] < 1) return fail(form);
     l.stride = v[0];
     l.pad = v[1];
-    if (l.pad >= l.kernel) return fail("pool padding smaller than the window");
+    // P >= K would make the first window (rows -P .. K-1-P) all padding: arch.hpp says why that is refused.
+    if (l.pad >= l.kernel)
+      return fail("pool padding smaller than the window (P < K: with P = " + std::to_string(l.pad) + " >= K = " +
+                  std::to_string(l.kernel) + " the edge windows would hold only padding)");
     return l;
   }
-  return fail("one of fc<N>, conv<F>k<K>..., pool<K>..., flatten, relu, leaky, sigmoid, tanh, softplus");
+  return fail("one of fc<N>, conv<F>k<K>..., pool<K>..., avgpool<K>..., flatten, relu, leaky, sigmoid, tanh, softplus");
 }
 
 }  // namespace
@@ -168,16 +176,63 @@ Arch parse_arch(const std::string& spec) {
   return arch;
 }
 
-std::vector<std::string> named_models() { return {"mlp", "cnn", "cnn-deep"}; }
+namespace {
 
-std::string named_model_spec(const std::string& name) {
-  if (name == "mlp") return "fc256,relu,fc128,relu,fc10";
-  if (name == "cnn") return "conv16k3p1,relu,pool2,conv32k3p1,relu,pool2,flatten,fc100,relu,fc10";
-  if (name == "cnn-deep")
-    return "conv16k3p1,relu,pool2,conv32k3p1,relu,pool2,conv32k3p1,relu,pool2,flatten,fc128,relu,fc50,"
-           "relu,fc10";
-  throw std::invalid_argument("unknown model '" + name + "' (known: mlp, cnn, cnn-deep)");
+// The thesis's conv block: conv 3x3 pad 1, ReLU, max-pool 2 (COURSE.md section 10).
+std::string conv_block(int filters) { return "conv" + std::to_string(filters) + "k3p1,relu,pool2,"; }
+
+struct NamedModel {
+  const char* name;
+  std::string spec;
+  std::optional<Shape3> input;            // nullopt: the data set's shape
+  std::optional<TrainingRecipe> recipe;   // nullopt: the trainer's flags
+};
+
+// FLOPs and parameters of each: the table in arch.hpp.
+const std::vector<NamedModel>& model_table() {
+  static const std::string cnn = conv_block(16) + conv_block(32) + "flatten,fc100,relu,fc10";
+  static const std::string deep = conv_block(16) + conv_block(32) + conv_block(32) + "flatten,fc128,relu,fc50,relu,fc10";
+  static const std::vector<NamedModel> table = {
+      {"mlp", "fc256,relu,fc128,relu,fc10", std::nullopt, std::nullopt},
+      {"cnn", cnn, std::nullopt, std::nullopt},
+      {"cnn-deep", deep, std::nullopt, std::nullopt},
+      // The thesis's M0, M1, M2: its inputs and its recipes.
+      {"m0", cnn, Shape3{3, 32, 32}, TrainingRecipe{32, 1000, 0.001}},
+      {"m1", cnn, Shape3{3, 40, 40}, TrainingRecipe{32, 1000, 0.001}},
+      {"m2", deep, Shape3{3, 40, 40}, TrainingRecipe{32, 2000, 0.00001}},
+      // The course's two larger models for Fig 5.4, with M2's recipe: m2 twice as wide,
+      // then two convs a block (the second without a pool) and wider again.
+      {"m3", conv_block(32) + conv_block(64) + conv_block(64) + "flatten,fc128,relu,fc50,relu,fc10",
+       Shape3{3, 40, 40}, TrainingRecipe{32, 2000, 0.00001}},
+      {"m4",
+       "conv32k3p1,relu," + conv_block(32) + "conv64k3p1,relu," + conv_block(64) + "conv128k3p1,relu," +
+           conv_block(128) + "flatten,fc256,relu,fc50,relu,fc10",
+       Shape3{3, 40, 40}, TrainingRecipe{32, 2000, 0.00001}},
+  };
+  return table;
 }
+
+const NamedModel& find_model(const std::string& name) {
+  for (const auto& m : model_table())
+    if (name == m.name) return m;
+  std::string known;
+  for (const auto& m : model_table()) known += (known.empty() ? "" : ", ") + std::string(m.name);
+  throw std::invalid_argument("unknown model '" + name + "' (known: " + known + ")");
+}
+
+}  // namespace
+
+std::vector<std::string> named_models() {
+  std::vector<std::string> names;
+  for (const auto& m : model_table()) names.push_back(m.name);
+  return names;
+}
+
+std::string named_model_spec(const std::string& name) { return find_model(name).spec; }
+
+std::optional<Shape3> named_model_input(const std::string& name) { return find_model(name).input; }
+
+std::optional<TrainingRecipe> named_model_recipe(const std::string& name) { return find_model(name).recipe; }
 
 std::string spec_from_layer_sizes(const std::string& sizes, const std::string& activation,
                                   long input_size, int classes) {
@@ -267,7 +322,8 @@ std::vector<Shape3> layer_shapes(const Arch& arch, Shape3 in, int classes) {
       case LayerKind::Flatten: s = Shape3{static_cast<int>(s.size()), 1, 1}; flat = true; break;
       case LayerKind::Activation: break;
       case LayerKind::Conv:
-      case LayerKind::MaxPool: {
+      case LayerKind::MaxPool:
+      case LayerKind::AvgPool: {
         if (flat) throw fail("needs an image, but an earlier layer flattened it");
         // In long: a padded side of a tall image could pass the range of int.
         const long hp = s.h + 2L * l.pad, wp = s.w + 2L * l.pad;

@@ -2,7 +2,7 @@
 /// @brief Stage 05: the engine the shared trainer drives: CNNs (and MLPs) trained on the GPU.
 ///
 /// Every layer of a spec runs on the device: conv as im2col + GEMMs
-/// (conv_gpu.hpp), max-pool (pool_gpu.hpp), flatten as a view, and stage 04's
+/// (conv_gpu.hpp), max-pool and average-pool (pool_gpu.hpp), flatten as a view, and stage 04's
 /// dense layers, activations, loss, SGD update and batch gather (mlp_kernels.hpp)
 /// unchanged. As in stage 04:
 ///
@@ -57,7 +57,7 @@ struct ConvMemory {
   std::size_t workspace_floats = 0;///< what this layer needs at the engine's batch and unroll
 };
 
-/// Trains any spec of conv, max-pool, flatten, dense and activation layers on the GPU.
+/// Trains any spec of conv, max-pool, average-pool, flatten, dense and activation layers on the GPU.
 class GpuCnnEngine : public Engine {
  public:
   /// Builds cfg's model on the GPU, starting from `initial` (tensors in model order,
@@ -131,7 +131,7 @@ class GpuCnnEngine : public Engine {
     std::string token;                 ///< its spec token, "conv16k3p1"
     Shape3 in, out;                    ///< per example
     ConvGeometry conv;                 ///< Conv layers
-    PoolGeometry pool;                 ///< MaxPool layers
+    PoolGeometry pool;                 ///< MaxPool and AvgPool layers
     std::size_t weight = 0, bias = 0;  ///< offsets of W and b in the parameter buffers (Dense, Conv)
     DeviceBuffer<float> output;        ///< [batch, out] (empty for Flatten, whose output is its input)
     DeviceBuffer<float> output_grad;   ///< [batch, out]: dL/d(output) (empty for Flatten, see output_grads_)

@@ -1,5 +1,5 @@
 /// @file pool_gpu.cu
-/// @brief Stage 05 (Tasks 5.7 and 5.8): max-pool forward and backward kernels (rules in pool_gpu.hpp).
+/// @brief Stage 05 (Tasks 5.7 and 5.8): max-pool forward and backward kernels (rules in pool_gpu.hpp); average pooling (given).
 #include "04_cuda_matmul/mlp_kernels.hpp"
 #include "05_im2col_gemm/arg_checks.hpp"
 #include "05_im2col_gemm/pool_gpu.hpp"
@@ -43,6 +43,64 @@ void maxpool_backward_gpu(const float* dy, const int* argmax, float* dx, int B, 
   require_pointer(dx, "dx", "maxpool_backward_gpu");
   // TODO(Task 5.8): launch maxpool_backward_kernel with one thread per input cell (B * g.in_size() of them)
   throw course::NotImplemented("Task 5.8", "05_im2col_gemm/pool_gpu.cu", "docs/lessons/05_im2col_gemm.md");
+}
+
+// ---- average pooling (given code, not a task) ----------------------------------------------
+
+/// One thread per output (n, c, oh, ow): the sum of its window cut to the image, over K*K.
+__global__ void avgpool_forward_kernel(const float* __restrict__ x, float* __restrict__ y, int B, PoolGeometry g) {
+  const int Ho = pool_out_dim(g.H, g.K, g.P, g.S), Wo = pool_out_dim(g.W, g.K, g.P, g.S);
+  const long o = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (o >= static_cast<long>(B) * g.C * Ho * Wo) return;
+  const int ow = static_cast<int>(o % Wo), oh = static_cast<int>((o / Wo) % Ho);
+  const long plane = o / (static_cast<long>(Wo) * Ho);  // n * C + c
+  const float* xp = x + plane * g.H * g.W;
+  const int top = oh * g.S - g.P, left = ow * g.S - g.P;
+  const int h0 = max(top, 0), h1 = min(top + g.K, g.H);
+  const int w0 = max(left, 0), w1 = min(left + g.K, g.W);
+  float sum = 0.f;
+  for (int ih = h0; ih < h1; ++ih)
+    for (int iw = w0; iw < w1; ++iw) sum += xp[ih * g.W + iw];  // stage 02's order: row by row
+  y[o] = sum / static_cast<float>(g.K * g.K);  // a true division, as on the CPU (no reciprocal)
+}
+
+/// One thread per input cell (n, c, ih, iw): the sum of dy / (K*K) over the windows that hold it.
+__global__ void avgpool_backward_kernel(const float* __restrict__ dy, float* __restrict__ dx, int B, PoolGeometry g) {
+  const int Ho = pool_out_dim(g.H, g.K, g.P, g.S), Wo = pool_out_dim(g.W, g.K, g.P, g.S);
+  const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= static_cast<long>(B) * g.C * g.H * g.W) return;
+  const int iw = static_cast<int>(i % g.W), ih = static_cast<int>((i / g.W) % g.H);
+  const long plane = i / (static_cast<long>(g.W) * g.H);
+  // Window oh holds row ih when oh*S - P <= ih <= oh*S - P + K - 1 (as in maxpool_backward_kernel).
+  const int first_row = ih + g.P - g.K + 1, first_col = iw + g.P - g.K + 1;  // may be negative
+  const int oh0 = first_row > 0 ? (first_row + g.S - 1) / g.S : 0, oh1 = min((ih + g.P) / g.S, Ho - 1);
+  const int ow0 = first_col > 0 ? (first_col + g.S - 1) / g.S : 0, ow1 = min((iw + g.P) / g.S, Wo - 1);
+  const float area = static_cast<float>(g.K * g.K);
+  const float* dyp = dy + plane * Ho * Wo;
+  float sum = 0.f;
+  for (int oh = oh0; oh <= oh1; ++oh)
+    for (int ow = ow0; ow <= ow1; ++ow) sum += dyp[oh * Wo + ow] / area;  // each window's share, in stage 02's order
+  dx[i] = sum;
+}
+
+void avgpool_forward_gpu(const float* x, float* y, int B, const PoolGeometry& g, cudaStream_t stream) {
+  g.check("average-pool");
+  require_batch(B, "avgpool_forward_gpu");
+  require_pointer(x, "x", "avgpool_forward_gpu");
+  require_pointer(y, "y", "avgpool_forward_gpu");
+  const long n = static_cast<long>(B) * g.out_size();
+  avgpool_forward_kernel<<<blocks_for(n), kElementwiseThreads, 0, stream>>>(x, y, B, g);
+  CUDA_CHECK_LAUNCH();
+}
+
+void avgpool_backward_gpu(const float* dy, float* dx, int B, const PoolGeometry& g, cudaStream_t stream) {
+  g.check("average-pool");
+  require_batch(B, "avgpool_backward_gpu");
+  require_pointer(dy, "dy", "avgpool_backward_gpu");
+  require_pointer(dx, "dx", "avgpool_backward_gpu");
+  const long n = static_cast<long>(B) * g.in_size();
+  avgpool_backward_kernel<<<blocks_for(n), kElementwiseThreads, 0, stream>>>(dy, dx, B, g);
+  CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace course

@@ -12,6 +12,7 @@
 #include "02_conv_pool/cnn.hpp"
 #include "02_conv_pool/layers.hpp"
 #include "04_cuda_matmul/mlp_kernels.hpp"
+#include "06_cudnn/avgpool_cudnn.hpp"
 #include "06_cudnn/loss_cudnn.hpp"
 #include "common/cudnn_check.hpp"
 #include "common/model_file.hpp"
@@ -63,6 +64,7 @@ CudnnEngine::CudnnEngine(const EngineConfig& cfg, bool use_graph, const std::vec
     l.out = layer.out_shape();
     if (const auto* conv = dynamic_cast<const Conv2dLayer<float>*>(&layer)) l.conv = conv->geometry();
     if (const auto* pool = dynamic_cast<const MaxPoolLayer<float>*>(&layer)) l.pool = pool->geometry();
+    if (const auto* pool = dynamic_cast<const AvgPoolLayer<float>*>(&layer)) l.pool = pool->geometry();
     if (l.kind == LayerKind::Conv || l.kind == LayerKind::Dense) {
       auto* mutable_layer = net.layers()[i].get();
       const auto ps = mutable_layer->params();  // weight, then bias
@@ -169,6 +171,10 @@ const CudnnEngine::BatchPlan& CudnnEngine::plan_for(int B) {
         lp.pool = std::make_unique<PoolDescriptors>();
         describe_pool(*lp.pool, l.pool, B);
         break;
+      case LayerKind::AvgPool:
+        lp.pool = std::make_unique<PoolDescriptors>();
+        describe_avgpool(*lp.pool, l.pool, B);
+        break;
       case LayerKind::Activation:
         if (l.act_on_cudnn) {
           lp.act = std::make_unique<TensorDescriptor>();
@@ -218,6 +224,7 @@ const float* CudnnEngine::forward(const float* x, const BatchPlan& plan) {
                              out);
           break;
         case LayerKind::MaxPool: maxpool_forward_cudnn(h, *lp.pool, in, out); break;
+        case LayerKind::AvgPool: avgpool_forward_cudnn(h, *lp.pool, in, out); break;
         case LayerKind::Activation:
           if (l.act_on_cudnn)
             activation_forward_cudnn(h, *l.act_desc, *lp.act, in, out);
@@ -259,6 +266,9 @@ void CudnnEngine::backward(const BatchPlan& plan) {
           break;
         case LayerKind::MaxPool:
           if (dx != nullptr) maxpool_backward_cudnn(h, *lp.pool, x, y, dy, dx);
+          break;
+        case LayerKind::AvgPool:
+          if (dx != nullptr) avgpool_backward_cudnn(h, *lp.pool, x, y, dy, dx);
           break;
         case LayerKind::Activation:
           if (dx == nullptr) break;

@@ -60,6 +60,9 @@ std::vector<FusedLayer> plan_fused_layers(const Arch& arch, Shape3 input, int cl
         refuse(arch, i, "an activation must follow a conv or dense layer, which applies it in its epilogue");
       case LayerKind::MaxPool:
         refuse(arch, i, "a max-pool must follow a conv layer (and its activation), which pools in its epilogue");
+      case LayerKind::AvgPool:
+        refuse(arch, i, "the fused conv block pools with max only; average pooling runs on the GPU in stages 05, "
+                        "06 and 07 (and on the CPU in stages 02 and 03)");
       case LayerKind::Conv: {
         if (spec.stride != 1) refuse(arch, i, "its stride is " + std::to_string(spec.stride) + ", not 1");
         if (spec.kernel != 1 && spec.kernel != 3 && spec.kernel != 5)
@@ -256,6 +259,12 @@ KernelTraffic layerwise_traffic(const Arch& arch, Shape3 input, int classes, int
         kernels += first ? 1 : 2;
         t.bytes_read += floats(x) + (first ? 0 : floats(2 * y));
         t.bytes_written += floats(2 * y) + (first ? 0 : floats(x));
+        break;
+      case LayerKind::AvgPool:
+        // forward: x -> y; backward: dy -> dx (nothing recorded)
+        kernels += first ? 1 : 2;
+        t.bytes_read += floats(x) + (first ? 0 : floats(y));
+        t.bytes_written += floats(y) + (first ? 0 : floats(x));
         break;
     }
     in = out;

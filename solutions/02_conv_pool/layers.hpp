@@ -1,8 +1,8 @@
 /// @file layers.hpp
-/// @brief Stage 02: conv, max-pool and flatten as layers of stage 01's Network.
+/// @brief Stage 02: conv, max-pool, average-pool and flatten as layers of stage 01's Network.
 ///
 /// Glue, not a task: each class owns its parameters (conv) or its arg-max
-/// record (pool) and calls the functions of conv.hpp, pool.hpp and flatten.hpp
+/// record (max-pool) and calls the functions of conv.hpp, pool.hpp, avgpool.hpp and flatten.hpp
 /// through the Layer<T> interface of 01_fc_softmax/network.hpp, so stage 01's
 /// Network, training loop and engine run CNNs without a change.
 #pragma once
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "01_fc_softmax/network.hpp"
+#include "02_conv_pool/avgpool.hpp"
 #include "02_conv_pool/conv.hpp"
 #include "02_conv_pool/flatten.hpp"
 #include "02_conv_pool/pool.hpp"
@@ -79,6 +80,32 @@ class MaxPoolLayer : public Layer<T> {
   std::string name_;
   PoolGeometry g_;
   std::vector<int> argmax_;  // [B, C, Ho, Wo] of the last forward()
+};
+
+/// Average-pool layer (Task 2.8's functions); it records nothing: its gradient depends on dy alone.
+template <typename T>
+class AvgPoolLayer : public Layer<T> {
+ public:
+  AvgPoolLayer(const std::string& name, const PoolGeometry& g) : name_(name), g_((g.check("average-pool"), g)) {}
+  std::string name() const override { return name_; }
+  std::string token() const override {
+    LayerSpec spec;
+    spec.kind = LayerKind::AvgPool;
+    spec.kernel = g_.K;
+    spec.stride = g_.S;
+    spec.pad = g_.P;
+    return spec.token();
+  }
+  Shape3 out_shape() const override { return {g_.C, g_.out_h(), g_.out_w()}; }
+  void forward(const T* x, T* y, int B) override { avgpool_forward(x, y, B, g_); }
+  void backward(const T*, const T*, const T* dy, T* dx, int B) override {
+    if (dx) avgpool_backward(dy, dx, B, g_);
+  }
+  const PoolGeometry& geometry() const { return g_; }
+
+ private:
+  std::string name_;
+  PoolGeometry g_;
 };
 
 /// Flatten layer: [C, H, W] -> [C*H*W, 1, 1].

@@ -29,8 +29,9 @@
 
 namespace course {
 
-/// The shape of one max-pool layer: input planes [C, H, W], a K x K window,
-/// stride S, padding P (P < K, so every window holds at least one image cell).
+/// The shape of one pooling layer, max (here) or average (avgpool.hpp): input
+/// planes [C, H, W], a K x K window, stride S, padding P (P < K, so every window
+/// holds at least one image cell: common/arch.hpp explains the rule).
 struct PoolGeometry {
   int C = 1, H = 1, W = 1;
   int K = 2, S = 2, P = 0;
@@ -42,21 +43,21 @@ struct PoolGeometry {
   long in_size() const { return static_cast<long>(C) * H * W; }     ///< values in one input example
   long out_size() const { return static_cast<long>(C) * out_h() * out_w(); }  ///< values in one output example
 
-  /// "max-pool 3x3, stride 2, pad 1 on 16x28x28"
-  std::string str() const {
-    return "max-pool " + std::to_string(K) + "x" + std::to_string(K) + ", stride " + std::to_string(S) + ", pad " +
-           std::to_string(P) + " on " + std::to_string(C) + "x" + std::to_string(H) + "x" + std::to_string(W);
+  /// "max-pool 3x3, stride 2, pad 1 on 16x28x28" (`kind` names the pool: "average-pool" for avgpool.hpp)
+  std::string str(const char* kind = "max-pool") const {
+    return std::string(kind) + " " + std::to_string(K) + "x" + std::to_string(K) + ", stride " + std::to_string(S) +
+           ", pad " + std::to_string(P) + " on " + std::to_string(C) + "x" + std::to_string(H) + "x" + std::to_string(W);
   }
 
   /// Throws std::invalid_argument naming the problem when the layer cannot run.
-  void check() const {
+  void check(const char* kind = "max-pool") const {
     if (C < 1 || H < 1 || W < 1 || K < 1 || S < 1 || P < 0)
-      throw std::invalid_argument(str() + ": every size must be at least 1 and the padding at least 0");
+      throw std::invalid_argument(str(kind) + ": every size must be at least 1 and the padding at least 0");
     if (P >= K)
-      throw std::invalid_argument(str() + ": the padding must be smaller than the window, or a window could hold "
-                                          "only padding");
+      throw std::invalid_argument(str(kind) + ": the padding must be smaller than the window, or a window could hold "
+                                              "only padding (the first one covers rows -P to K-1-P)");
     if (K > H + 2 * P || K > W + 2 * P)
-      throw std::invalid_argument(str() + ": the window is larger than the padded input");
+      throw std::invalid_argument(str(kind) + ": the window is larger than the padded input");
   }
 };
 

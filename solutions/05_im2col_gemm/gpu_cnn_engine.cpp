@@ -23,7 +23,7 @@ namespace course {
 namespace {
 
 // The name of layer kind `kind` for the index-th such layer, as stage 01's
-// Network names them ("conv1", "pool1", "flatten1", "fc2", "relu3"): the same
+// Network names them ("conv1", "pool1", "avgpool1", "flatten1", "fc2", "relu3"): the same
 // names label the parameters ("conv1.weight") in every stage's model files.
 std::string layer_name(const LayerSpec& spec, int index) {
   const std::string number = std::to_string(index);
@@ -31,6 +31,7 @@ std::string layer_name(const LayerSpec& spec, int index) {
     case LayerKind::Dense: return "fc" + number;
     case LayerKind::Conv: return "conv" + number;
     case LayerKind::MaxPool: return "pool" + number;
+    case LayerKind::AvgPool: return "avgpool" + number;
     case LayerKind::Flatten: return "flatten" + number;
     case LayerKind::Activation: return activation_name(spec.act) + number;
   }
@@ -106,9 +107,9 @@ std::size_t GpuCnnEngine::plan_layers(const EngineConfig& cfg, std::vector<GpuLa
       l.conv.check();
       l.bias = offset + static_cast<std::size_t>(l.conv.weight_size());
       add_parameters(l.name, {l.conv.C_out, l.conv.C_in, l.conv.K, l.conv.K}, l.conv.C_out);
-    } else if (spec.kind == LayerKind::MaxPool) {
+    } else if (is_pool(spec.kind)) {
       l.pool = PoolGeometry{in.c, in.h, in.w, spec.kernel, spec.stride, spec.pad};
-      l.pool.check();
+      l.pool.check(spec.kind == LayerKind::AvgPool ? "average-pool" : "max-pool");
     } else if (spec.kind == LayerKind::Dense) {
       const int IN = static_cast<int>(in.size()), OUT = spec.units;
       l.bias = offset + static_cast<std::size_t>(OUT) * IN;
@@ -263,7 +264,7 @@ void GpuCnnEngine::set_optimizer_state(const std::vector<NamedTensor>& state) {
 const float* GpuCnnEngine::forward(const float* x, int B) {
   input_ = x;
   const ConvContext ctx = conv_context();
-  // BEGIN Task 5.9: the forward pass through every layer on the device: conv_forward_gpu, maxpool_forward_gpu, stage 04's dense and activation kernels; Flatten is a view (its output is its input: no launch, no copy)
+  // BEGIN Task 5.9: the forward pass through every layer on the device: conv_forward_gpu, maxpool_forward_gpu (avgpool_forward_gpu, given, for average pools), stage 04's dense and activation kernels; Flatten is a view (its output is its input: no launch, no copy)
   // HINT: layer i reads outputs_[i - 1] (x for i = 0) and writes layers_[i].output, whose pointer it stores in outputs_[i]; a Flatten layer stores its input pointer there instead.
   // HINT: wrap each layer's work in timed(i, Pass::Forward, [&] { ... }) so that --profile can time it.
   for (std::size_t i = 0; i < layers_.size(); ++i) {
@@ -280,6 +281,7 @@ const float* GpuCnnEngine::forward(const float* x, int B) {
       switch (l.kind) {
         case LayerKind::Conv: conv_forward_gpu(ctx, in, W, b, out, B, l.conv); break;
         case LayerKind::MaxPool: maxpool_forward_gpu(in, out, l.argmax.get(), B, l.pool); break;
+        case LayerKind::AvgPool: avgpool_forward_gpu(in, out, B, l.pool); break;
         case LayerKind::Dense:
           dense_forward_gpu(options_.gemm_kernel, in, W, b, out, B, static_cast<int>(l.in.size()),
                             static_cast<int>(l.out.size()));
@@ -316,6 +318,9 @@ void GpuCnnEngine::backward(int B) {
           break;
         case LayerKind::MaxPool:
           if (dx != nullptr) maxpool_backward_gpu(dy, l.argmax.get(), dx, B, l.pool);
+          break;
+        case LayerKind::AvgPool:
+          if (dx != nullptr) avgpool_backward_gpu(dy, dx, B, l.pool);
           break;
         case LayerKind::Dense:
           dense_backward_gpu(options_.gemm_kernel, in, W, dy, dW, db, dx, B, static_cast<int>(l.in.size()),

@@ -1,5 +1,5 @@
 /// @file pool_gpu.hpp
-/// @brief Stage 05: max-pooling on the GPU, forward (recording the arg-max) and backward.
+/// @brief Stage 05: max-pooling on the GPU, forward (recording the arg-max) and backward; average pooling (given).
 ///
 /// Layouts and rules are stage 02's (pool.hpp), all device memory:
 ///
@@ -35,5 +35,24 @@ void maxpool_forward_gpu(const float* x, float* y, int* argmax, int B, const Poo
 /// Backward: dx [B, C, H, W] (overwritten, every element) from dy and the argmax of the forward pass.
 void maxpool_backward_gpu(const float* dy, const int* argmax, float* dx, int B, const PoolGeometry& g,
                           cudaStream_t stream = 0);
+
+// ---- average pooling (given code, not a task) -------------------------------------------
+//
+// Stage 02's rule (avgpool.hpp, Task 2.8): the sum of the window's image cells
+// divided by K*K, padded cells counting as zeros. The kernels are max-pool's
+// with the comparison replaced by a sum:
+//
+// - forward, one thread per output: add the window cut to the image, divide by K*K;
+// - backward, one thread per input cell: gather dy / (K*K) from the windows that
+//   hold it (the same window range as maxpool_backward_kernel, without the arg-max
+//   test). No atomics and no zero-fill; the terms are added in stage 02's order
+//   (outputs row-major), so the result matches stage 02's float loop to rounding.
+
+/// Forward: y [B, C, Ho, Wo] = the mean of every window (padded cells count as zeros).
+/// Asynchronous on `stream`. Throws std::invalid_argument for a bad geometry, B < 1 or a null pointer.
+void avgpool_forward_gpu(const float* x, float* y, int B, const PoolGeometry& g, cudaStream_t stream = 0);
+
+/// Backward: dx [B, C, H, W] (overwritten, every element) from dy alone.
+void avgpool_backward_gpu(const float* dy, float* dx, int B, const PoolGeometry& g, cudaStream_t stream = 0);
 
 }  // namespace course

@@ -53,7 +53,7 @@
 
 namespace course {
 
-/// Trains any model of the course (dense, conv, max-pool, flatten, activations) on cuDNN and cuBLAS.
+/// Trains any model of the course (dense, conv, max-pool, average-pool, flatten, activations) on cuDNN and cuBLAS.
 class CudnnEngine : public Engine {
  public:
   /// Builds cfg's model on the GPU from `initial` (tensors in model order), or,
@@ -156,7 +156,7 @@ class CudnnEngine : public Engine {
     std::string name;                  ///< "conv1 (conv16k3p1)"
     Shape3 in, out;                    ///< one example's input and output
     ConvGeometry conv;                 ///< conv layers
-    PoolGeometry pool;                 ///< max-pool layers
+    PoolGeometry pool;                 ///< max-pool and average-pool layers
     std::size_t weight = 0, bias = 0;  ///< offsets of W and b in the flat parameter buffer
     int range = -1;                    ///< its entry in grad_ranges_ (layers with parameters)
     Activation act = Activation::ReLU;

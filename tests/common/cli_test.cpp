@@ -126,7 +126,7 @@ TEST(Cli, HelpExitsZeroAndListsTheFlags) {
   EXPECT_CONTAINS(p.out, "01_fc_softmax");
   EXPECT_CONTAINS(p.out, "Examples:");
   EXPECT_CONTAINS(p.out, "s01_train -m cnn");
-  EXPECT_CONTAINS(p.out, "{mlp,cnn,cnn-deep}");
+  EXPECT_CONTAINS(p.out, "{mlp,cnn,cnn-deep,m0,m1,m2,m3,m4}");
   EXPECT_EQ(p.out.find("--threads"), std::string::npos) << "a one-thread stage has no --threads";
 }
 
@@ -183,7 +183,7 @@ TEST(Cli, UnknownNames) {
   expect_usage_error({"--loss", "hinge"}, "--loss");
   expect_usage_error({"--activation", "gelu"}, "--activation");
   const Parsed p = parse({"--model", "resnet50"});
-  EXPECT_CONTAINS(p.err, "'resnet50' is not a known model (choose from mlp, cnn, cnn-deep)");
+  EXPECT_CONTAINS(p.err, "'resnet50' is not a known model (choose from mlp, cnn, cnn-deep, m0, m1, m2, m3, m4)");
 }
 
 TEST(Cli, EvaluateNeedsLoad) {
