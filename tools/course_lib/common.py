@@ -2,6 +2,7 @@
 and run."""
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -13,9 +14,18 @@ def say(msg):
     print(f"==> {msg}", flush=True)
 
 
+def shown(arg):
+    """An argument as a person would type it from the repository root."""
+    if str(arg) == sys.executable:
+        return "python3"
+    if isinstance(arg, Path):
+        return rel(arg)
+    return str(arg)
+
+
 def run(cmd, **kw):
     """Prints the command as a person would type it, then runs it from the repository root."""
-    print("$ " + " ".join(str(c) for c in cmd), flush=True)
+    print("$ " + " ".join(shown(c) for c in cmd), flush=True)
     return subprocess.run([str(c) for c in cmd], cwd=ROOT, **kw).returncode
 
 

@@ -32,6 +32,20 @@ class TaskResult:
     def command(self):
         return full_output_command(self.stage, self.task)
 
+    @property
+    def blocked_by(self):
+        """The other task whose hole its tests ran into ("1.1" for Task 1.4's gradient checks, which run the
+        forward pass of Task 1.1), or ""."""
+        if not self.not_implemented or not self.excerpt:
+            return ""
+        m = re.match(r"Task (\d+\.\d+) is not implemented yet", self.excerpt[0])
+        return m[1] if m and m[1] != self.task else ""
+
+    @property
+    def not_started(self):
+        """Its tests stop at its own hole: not started (or one of its holes still open)."""
+        return self.not_implemented and not self.blocked_by and len(self.excerpt) == 1
+
 
 def exe_of(stage):
     return common.bin_path(common.tests_target(stage))
@@ -138,7 +152,9 @@ def skip_reason(results):
 def fail_lines(r, with_command=True):
     """What a failing task shows, in every command: the test and its message's first lines, then how many
     tests fail and the command for their full output. A hole not filled in yet says so in one line."""
-    if r.not_implemented and len(r.excerpt) == 1:
+    if r.blocked_by:
+        lines = [f"needs Task {r.blocked_by} first: {r.excerpt[0]}"]
+    elif r.not_started:
         lines = [f"not implemented: {r.excerpt[0]}"]
     else:
         lines = [f"{r.test}:" if r.test else "failed:"] + ["  " + l for l in r.excerpt]
