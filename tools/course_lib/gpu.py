@@ -18,7 +18,7 @@ from .common import ROOT, build_dir
 
 STAGE_CALL = re.compile(r"^\s*course_stage\(\s*(\d\d_\w+)\b([^)]*)\)", re.M)
 # What still works without a GPU (common/cuda_check.hpp's kWithoutGpuHere says it at length).
-CPU_ONLY_NOTE = "their tests and trainers need one"
+CPU_ONLY_NOTE = "their tests and trainers need one"  # (a GPU)
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,9 @@ def left_out_line(stages, reason, anyway=BUILD_ANYWAY, what=""):
     """The one line that says which GPU stages were left out and why, in every command."""
     if not stages:
         return ""
-    return f"GPU stages {stage_numbers(stages)} left out{what}: {reason}; {CPU_ONLY_NOTE} ({anyway})"
+    many = len(stages) > 1
+    note = CPU_ONLY_NOTE if many else "its tests and trainer need one"
+    return f"GPU stage{'s' if many else ''} {stage_numbers(stages)} left out{what}: {reason}; {note} ({anyway})"
 
 
 def split_stages(stages, gpu=None, want_gpu_stages=False, root=ROOT):

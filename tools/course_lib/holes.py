@@ -10,6 +10,7 @@ other task's code in the same file stays as written. Where the text around a hol
 as generated (edited, reformatted) or could sit in two places, nothing is written and the learner is told
 which lines were not found.
 """
+import difflib
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,24 +48,61 @@ def _show(block):
     return " / ".join(shown[:3]) + (" ..." if len(shown) > 3 else "")
 
 
-def _place(lines, before, after, lo, where):
+def _edit_near(lines, segments, i):
+    """Where the learner's file differs from the generated one in the fixed text around hole i (segments[i]):
+    (line number as generated, that line, what the file has there or None), or None. Differences inside holes
+    are the learner's code and do not count."""
+    gen, owner = [], []
+    for k, seg in enumerate(segments):
+        body = seg[1] if seg[0] == "text" else seg[2]
+        gen += body
+        owner += [k] * len(body)
+    near = {i - 1, i + 1}
+    matcher = difflib.SequenceMatcher(None, [l.rstrip() for l in gen], [l.rstrip() for l in lines], autojunk=False)
+    for tag, a1, a2, b1, b2 in matcher.get_opcodes():
+        if tag in ("replace", "delete"):
+            for a in range(a1, a2):
+                if owner[a] in near:
+                    # Text before the hole lines up from the block's start, text after it from the block's end
+                    # (the learner's code of the hole, of any length, sits between).
+                    b = b1 + (a - a1) if owner[a] < i else b2 - (a2 - a)
+                    return a + 1, gen[a].strip(), (lines[b].strip() if tag == "replace" and b1 <= b < b2 else None)
+        elif tag == "insert" and 0 < a1 < len(gen) and owner[a1 - 1] == owner[a1] and owner[a1] in near:
+            return a1 + 1, gen[a1].strip(), ("added", lines[b1].strip())
+    return None
+
+
+def _what_changed(lines, segments, i, side, where):
+    edit = _edit_near(lines, segments, i)
+    if edit is None:
+        return f"the text {side} the hole {where} is not as generated"
+    number, generated, now = edit
+    if isinstance(now, tuple):
+        return (f"the text around the hole {where} is not as generated: your file has a line added before line "
+                f"{number} as generated ({generated}): {now[1]}")
+    if now is None:
+        return f"the text around the hole {where} is not as generated: line {number} as generated is gone: {generated}"
+    return (f"the text around the hole {where} is not as generated: line {number} as generated reads: {generated}; "
+            f"your file has: {now}")
+
+
+def _place(lines, segments, i, lo, where):
     """(start, end): the learner's lines of one hole lie in lines[start:end], between the whole fixed text before
     it (`before`) and the whole fixed text after it (`after`), each found exactly once (from lo on) and in
-    that order. Raises HoleNotFound naming the lines that are not as generated."""
+    that order. Raises HoleNotFound naming the line that is not as generated."""
+    before, after = segments[i - 1][1], segments[i + 1][1]
     befores = [i + len(before) for i in _occurrences(lines, before, lo)] if before else [lo]
     if not befores:
-        raise HoleNotFound(f"the lines before the hole {where} are not in the file as generated "
-                           f"(they end: {_show(before[-3:])})")
+        raise HoleNotFound(_what_changed(lines, segments, i, "before", where))
     if len(befores) > 1:
-        raise HoleNotFound(f"the lines before the hole {where} occur {len(befores)} times in the file "
+        raise HoleNotFound(f"the text before the hole {where} occurs {len(befores)} times in the file "
                            f"({_show(before[-3:])})")
     start = befores[0]
     afters = _occurrences(lines, after, start)
     if not afters:
-        raise HoleNotFound(f"the lines after the hole {where} are not in the file as generated "
-                           f"(they begin: {_show(after[:3])})")
+        raise HoleNotFound(_what_changed(lines, segments, i, "after", where))
     if len(afters) > 1:
-        raise HoleNotFound(f"the lines after the hole {where} occur {len(afters)} times after it "
+        raise HoleNotFound(f"the text after the hole {where} occurs {len(afters)} times after it "
                            f"({_show(after[:3])})")
     return start, afters[0]
 
@@ -89,7 +127,7 @@ def find_holes(task, exercises=None):
                 continue
             nth += 1
             where = f"of Task {task} in {common.rel(path)}" + (f" (its hole number {nth} there)" if nth > 1 else "")
-            start, end = _place(lines, segments[i - 1][1], segments[i + 1][1], 0, where)
+            start, end = _place(lines, segments, i, 0, where)
             found.append(Hole(path, task, start, end, seg[2], seg[3]))
     if not found:
         raise HoleNotFound(f"no Task {task} in solutions/")

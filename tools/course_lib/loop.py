@@ -45,10 +45,9 @@ def result_lines(r, stage):
     """The lines under a task's state: its failure (results.fail_lines) or why its tests skipped."""
     if r is None:
         return []
-    if r.state == "skip":
-        part = "" if r.skipped == r.tests else \
-            f"; its {r.tests - r.skipped} host-side test(s) pass, {r.skipped} need a GPU"
-        return [f"its tests need a GPU: not checked on this machine{part}"]
+    if r.state == "skip":  # why, once per stage ("skipped because: ...")
+        return [] if r.skipped == r.tests else \
+            [f"its {r.tests - r.skipped} host-side test(s) pass; {r.skipped} need a GPU: not checked here"]
     if r.state in ("fail", "none"):
         return results.fail_lines(r)
     return []
@@ -114,6 +113,11 @@ def cmd_check(args):
     if error:
         print(error)
         return 2
+    _, left = gpu.split_stages(list(selected), gpu.machine_gpu(), args.gpu_stages)
+    if len(left) == len(selected):  # nothing to build or run here
+        task = args.what if args.what and "." in args.what else ""
+        print((f"Task {task} needs a GPU: " if task else "") + gpu.left_out_line(left, gpu.machine_gpu().reason))
+        return 0
     common.say("building and checking your exercises (preset default)")
     if not build.configure():
         return 1

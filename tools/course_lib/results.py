@@ -102,7 +102,7 @@ def _without_frame(lines):
     out = []
     for l in lines:
         s = l.strip()
-        if not s or s.startswith("Value of: "):
+        if not s or s.startswith("Value of: ") or s in ("Actual: false", "Actual: true"):
             continue
         if s in ("Expected: true", "Expected: false"):
             if out and out[-1].endswith(")"):

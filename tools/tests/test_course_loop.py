@@ -244,6 +244,13 @@ class FailureLines(unittest.TestCase):
         self.assertEqual(lines[-1], "    diagnosis: actual is what W read as [IN, OUT] gives")
         self.assertFalse(any("Value of" in l or "Expected: true" in l for l in lines))
 
+    def test_a_message_streamed_after_expect_true(self):
+        # EXPECT_TRUE(r.passed) << "gradient check failed: " << ...: GoogleTest's frame comes first.
+        message = ("/work/tests/01_fc_softmax/task1_3_loss_test.cpp:34\nValue of: r_.passed\n  Actual: false\n"
+                   "Expected: true\ngradient check failed: dlogits of softmax cross-entropy (B=5, K=7): ...")
+        self.assertEqual(results.excerpt(message),
+                         ["gradient check failed: dlogits of softmax cross-entropy (B=5, K=7): ..."])
+
     def test_the_first_check_then_how_many_more(self):
         lines = results.excerpt(EQ_FAILURE + "\n" + EQ_FAILURE.replace(":18", ":19") + "\n" + EQ_FAILURE)
         self.assertEqual(lines[:3], ["Expected equality of these values:", "  y[0]", "    Which is: 7.75"])
@@ -394,7 +401,9 @@ class Reset(unittest.TestCase):
             before = dense.read_text()
             with self.assertRaises(holes.HoleNotFound) as caught:
                 holes.reset("1.1")
-            self.assertIn("the lines after the hole of Task 1.1 in", str(caught.exception))
+            self.assertRegex(str(caught.exception), r"^the text around the hole of Task 1\.1 in exercises/01_fc_softmax/"
+                             r"dense\.hpp is not as generated: line \d+ as generated reads: \}; your file has: "
+                             r"\}  // edited$")
             self.assertEqual(dense.read_text(), before)
 
     def test_an_open_hole_is_open(self):
