@@ -281,13 +281,13 @@ def watch_header(task, stage, goals):
     print(f"          {places}  |  {lesson}:{line or 1} (#{anchor})  |  tools/course hint {task}")
 
 
-def watch_once(task, stage, goals, note=""):
+def watch_once(task, stage, goals, note="", started=None):
     """One round: build, run the task's tests, print what the learner needs. Returns its TaskResult, or None
-    when the build failed."""
+    when the build failed. `started`: when the save was seen (the round's seconds count from there)."""
     watch_header(task, stage, goals)
     if note:
         print(note)
-    t = time.time()
+    t = started or time.time()
     ok, out = build.build_targets([common.tests_target(stage)])
     if not ok:
         print(f"  BUILD FAILED ({time.time() - t:.0f} s); the compiler's first errors:")
@@ -366,12 +366,12 @@ def cmd_watch(args):
         task, stage = found[0], found[1].stage
     passed = {t for v in views for t in v.tasks if v.states.get(t) == "pass"}  # watched for regressions
     order = tasks.task_order(stages)
-    note = ""
+    note, saved = "", None
     try:
         while True:
             snapshot = exercise_snapshot()
-            r = watch_once(task, stage, goals, note)
-            note = ""
+            r = watch_once(task, stage, goals, note, saved)
+            note, saved = "", None
             while r is not None and r.state in ("pass", "skip"):
                 passed.add(task)
                 later = order[order.index(task) + 1:]
@@ -392,6 +392,7 @@ def cmd_watch(args):
             print(f"  {watch_progress(stages, args.gpu_stages)}")
             print(f"  watching exercises/ ({how}): save a file to check again; Ctrl-C to stop")
             wait_for_save(snapshot)
+            saved = time.time()
             changed = changed_files(snapshot, exercise_snapshot())
             broken = regressions(task, stages, changed, passed)
             if broken:
