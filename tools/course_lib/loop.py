@@ -184,8 +184,11 @@ def print_stage_check(view, goals, force):
         print(f"  Task {task:5} {word:4}  {goal}")
         r = view.results.get(task)
         if word == "TODO" and len(view.tasks) > 1:  # one line: its own test says no more than that
-            where = ", ".join(f"{f}:{line}" for f, line in tasks.task_places(task))
-            print(f"               not started: its hole in {where} still throws; hint: tools/course hint {task}")
+            places = tasks.task_places(task)
+            where = ", ".join(f"{f}:{line}" for f, line in places)
+            holes_ = "its holes in" if len(places) > 1 else "its hole in"
+            print(f"               not started: {holes_} {where} still throw{'' if len(places) > 1 else 's'}; "
+                  f"hint: tools/course hint {task}")
             continue
         for l in result_lines(r, view.stage):
             print(f"               {l}")
