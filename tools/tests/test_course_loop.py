@@ -355,6 +355,35 @@ class Survey(unittest.TestCase):
                          "gated: stage 01_fc_softmax must pass first (Task 1.3 not passing yet)")
 
 
+class NextCard(unittest.TestCase):
+    def card(self, views):
+        import contextlib
+        import io
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), mock.patch.object(gpu, "machine_gpu", return_value=gpu.Gpu(False, NO_DRIVER)):
+            task = loop.print_next(views, tasks.task_goals(), tasks.all_tasks())
+        return task, out.getvalue()
+
+    def test_the_first_open_task_with_its_failure(self):
+        v = progress.StageView("01_fc_softmax", ["1.1", "1.2"], states={"1.1": "pass", "1.2": "fail"})
+        v.results["1.2"] = results.TaskResult("1.2", "01_fc_softmax", "fail", tests=3, failed=1, test="Task1_2_A.B",
+                                              excerpt=["expected 1, actual 2"])
+        task, text = self.card([v])
+        self.assertEqual(task, "1.2")
+        self.assertIn("    now:     FAIL  Task1_2_A.B:\n               expected 1, actual 2\n", text)
+        self.assertIn("1 of 3 tests fail; the full output: build/default/bin/s01_tests_exercise "
+                      "--gtest_filter='Task1_2_*'", text)
+
+    def test_when_the_cpu_stages_pass_the_next_task_needs_a_gpu(self):
+        done = progress.StageView("03_openmp", ["3.1"], states={"3.1": "pass"})
+        left = progress.StageView("04_cuda_matmul", ["4.1"], states={"4.1": "needs a GPU"}, left_out=True)
+        task, text = self.card([done, left])
+        self.assertIsNone(task)
+        self.assertTrue(text.startswith("every task of the stages that run here passes; the next task, Task 4.1, "
+                                        "needs a GPU (tools/course watch 4.1 --gpu-stages"), text)
+        self.assertIn("Task 4.1: ", text)
+
+
 # ---- reset -------------------------------------------------------------------------
 class Reset(unittest.TestCase):
     def test_the_hole_comes_back_and_the_other_tasks_code_stays(self):
