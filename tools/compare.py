@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
 from compare_lib import machine, peer_parity, peers, sweeps, table  # noqa: E402
-from compare_lib.runs import as_variant, run_from_dict, run_stage  # noqa: E402
+from compare_lib.runs import as_variant, left_out_row, run_from_dict, run_stage  # noqa: E402
+from course_lib import gpu as course_gpu  # noqa: E402
 from compare_lib.stages import CONV_MODELS, all_stages, select_models, select_stages, select_variants  # noqa: E402
 
 CPU_CONV_IMAGES = 6000   # a CNN on one CPU thread does ~1,400 img/s on a small machine: 4 s instead of 45
@@ -56,6 +57,9 @@ def parse_args(argv=None):
                            "(--precision); 'none' runs each stage's own row only (default: all)")
     what.add_argument("--track", default="solution", choices=["solution", "exercise"],
                       help="compare the reference trainers (solution) or your own (exercise)")
+    what.add_argument("--gpu-stages", action="store_true",
+                      help="run the GPU stages' trainers even where no usable GPU is found (each then says why it "
+                           "cannot run, a row each); without it they are left out, in one line under the table")
     how = ap.add_argument_group("how much to train")
     how.add_argument("--epochs", type=int, default=1, help="epochs of every run (default: 1)")
     how.add_argument("--batch", type=int, default=64, help="minibatch size (default: 64)")
@@ -157,6 +161,9 @@ def gpu_of(runs):
         if r.gpu and r.status == "ok":
             return r.device
     for r in runs:
+        if r.left_out:   # the reason is said whole under the table
+            return f"none ({r.reason.split(' (')[0]})"
+    for r in runs:
         if r.gpu and not r.peer and r.status == "skipped" and not r.reason.startswith(("not built", "not in")):
             return f"none ({r.reason})"
     return None
@@ -185,6 +192,7 @@ def common_settings(args):
     return {"dataset": args.dataset, "batch": args.batch, "epochs": args.epochs, "seed": args.seed,
             "limit": args.limit, "full": args.full, "track": args.track, "threads": args.threads,
             "parallel": args.parallel, "kernel": args.kernel, "peer": args.peer, "variants": sorted(args.variant_set),
+            "gpu_stages_left_out": bool(left_out_reason(args)),
             "images_rule": "whole epochs" if args.full else (
                 f"the first {args.limit} images" if args.limit is not None else
                 f"the first {CPU_CONV_IMAGES} images for a CNN on a CPU stage, else the whole epoch")}
@@ -197,11 +205,26 @@ def comparison_jobs(args):
             for v in [None] + [v for v in s.variants if v.label in args.variant_set]]
 
 
+def left_out_reason(args):
+    """Why the GPU stages are left out of this run (no usable GPU, and no --gpu-stages), or ""."""
+    if args.gpu_stages:
+        return ""
+    found = course_gpu.machine_gpu()
+    return "" if found.usable else found.reason
+
+
 def compare(args, command, date):
     jobs = comparison_jobs(args)
     load = machine.load_average()
-    runs = []
-    print(f"running {len(jobs)} trainers from {args.build_dir} (logs in {args.out / 'logs'})", flush=True)
+    why = left_out_reason(args)
+    runs = [left_out_row(stage, model, why) for stage, model, variant in jobs if why and stage.gpu]
+    for r, (stage, model, variant) in zip(runs, [j for j in jobs if why and j[0].gpu]):
+        if variant:
+            as_variant(r, stage, variant)
+    jobs = [j for j in jobs if not (why and j[0].gpu)]
+    print(f"running {len(jobs)} trainers from {args.build_dir} (logs in {args.out / 'logs'})"
+          + ("; the GPU stages are left out (no usable GPU: the line under the table says why)" if runs else ""),
+          flush=True)
     for i, (stage, model, variant) in enumerate(jobs, 1):
         run = run_stage(ROOT, args.build_dir, stage, model, out_dir=args.out, epochs=args.epochs, batch=args.batch,
                         limit=images_limit(stage, model, args), seed=args.seed, dataset=args.dataset,

@@ -83,30 +83,42 @@ def parse_blocks(path: Path, lines):
         raise MarkerError(f"{rel}:{open_block[0] + 1}: BEGIN Task {open_block[1]['task']} is never closed")
 
 
-def exercise_text(path: Path) -> str:
-    """The exercise version of one solution file."""
-    text = path.read_text()
-    lines = text.split("\n")
+def exercise_segments(path: Path):
+    """One solution file cut into what the exercise copies and what it replaces, in file order:
+    ("text", lines) copied unchanged, and ("hole", task, hole lines, solution lines, device) for every marked
+    block (the solution lines run from BEGIN to END, both included). tools/course reset uses the same cut to
+    write one task's hole back and keep the rest of the learner's file."""
+    lines = path.read_text().split("\n")
     stage_dir = path.relative_to(SOLUTIONS).parts[0]
     rel_name = path.relative_to(SOLUTIONS).as_posix()
-    out, pos = [], 0
-    throwing = set()
-    device_only = set()
+    segments, pos = [], 0
     for start, end, m, hints in parse_blocks(path, lines):
         task = m["task"]
         if int(task.split(".")[0]) != stage_number(stage_dir):
             raise MarkerError(f"{path.relative_to(ROOT)}:{start + 1}: Task {task} is marked in stage {stage_dir}")
         indent = m["indent"]
-        out.extend(lines[pos:start])
-        out.append(f"{indent}// TODO(Task {task}): {m['goal']}")
-        out.extend(f"{indent}// HINT: {h}" for h in hints)
-        if m["device"]:
-            device_only.add(task)
-        else:
-            out.append(f'{indent}throw course::NotImplemented("Task {task}", "{rel_name}", "{lesson_page(stage_dir)}");')
-            throwing.add(task)
+        hole = [f"{indent}// TODO(Task {task}): {m['goal']}"] + [f"{indent}// HINT: {h}" for h in hints]
+        if not m["device"]:
+            hole.append(f'{indent}throw course::NotImplemented("Task {task}", "{rel_name}", "{lesson_page(stage_dir)}");')
+        segments.append(("text", lines[pos:start]))
+        segments.append(("hole", task, hole, lines[start:end + 1], bool(m["device"])))
         pos = end + 1
-    out.extend(lines[pos:])
+    segments.append(("text", lines[pos:]))
+    return segments
+
+
+def exercise_text(path: Path) -> str:
+    """The exercise version of one solution file."""
+    out = []
+    throwing = set()
+    device_only = set()
+    for seg in exercise_segments(path):
+        if seg[0] == "text":
+            out.extend(seg[1])
+            continue
+        _, task, hole, _, device = seg
+        out.extend(hole)
+        (device_only if device else throwing).add(task)
     return "\n".join(out), throwing, device_only
 
 

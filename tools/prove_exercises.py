@@ -60,7 +60,7 @@ def run_task(exe: Path, task: str):
                 message = t.get("skipped", [{}])[0].get("message", "") if t.get("skipped") else ""
                 results.append((name, "skipped", message or skip_message(proc.stdout, name)))
             elif t.get("failures"):
-                results.append((name, "failed", " ".join(f.get("failure", "") for f in t["failures"])))
+                results.append((name, "failed", "\n".join(f.get("failure", "") for f in t["failures"])))
             else:
                 results.append((name, "passed", ""))
     return results

@@ -2,7 +2,8 @@
 
 A run ends in one of five states, each a row of the table:
   ok       trained; the figures come from the trainer's --json file
-  skipped  the machine cannot run it: the trainer was not built, or a GPU stage found no GPU
+  skipped  the machine cannot run it: the trainer was not built, or a GPU stage found no GPU (or, with no
+           usable GPU seen before the run, a GPU stage was left out without running its trainer: left_out)
   n/a      the stage cannot run that model (stage 01 has no conv layers)
   todo     an exercise hole was reached (exercises track only): the trainer named the task
   error    anything else: the trainer's last message and exit code
@@ -49,6 +50,8 @@ class Run:
     options: dict = field(default_factory=dict)  # what the run varied (parallel mode, threads, kernel)
     peer: str = ""                    # "pytorch" for a row of another framework (compare_lib/peers.py), else ""
     variant_of: str = ""              # a stage's Variant row ("07_fast_gemm tf32"): the stage's id, else ""
+    left_out: bool = False            # a GPU stage's row not run at all: this machine has no usable GPU (the
+                                      # reason says why); the table shows all such rows as one line
     # Filled in by the table: (stage id, ratio) of the speedups, or None.
     vs_prev: tuple = None
     vs_first: tuple = None
@@ -195,6 +198,13 @@ def _fill_ok(run, results):
 
 def static_row(stage, model, status, reason):
     return Run(stage=stage.id, model=model, status=status, reason=reason, device=stage.device, gpu=stage.gpu)
+
+
+def left_out_row(stage, model, reason):
+    """The row of a GPU stage that was not run: this machine has no usable GPU (`reason`)."""
+    run = static_row(stage, model, "skipped", reason)
+    run.left_out = True
+    return run
 
 
 def run_stage(root, build_dir, stage, model, *, out_dir, epochs, batch, limit, seed, dataset, threads=0,

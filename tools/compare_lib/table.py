@@ -5,6 +5,9 @@ import json
 
 from . import svg
 from .peers import PYTORCH_ROWS
+from course_lib.gpu import left_out_line  # noqa: E402  (tools/ is on sys.path)
+
+RUN_ANYWAY = "--gpu-stages runs their trainers anyway: each says why it cannot run"
 
 CSV_FIELDS = ["stage", "device", "model", "status", "reason", "seconds_per_epoch", "images_per_second",
               "speedup_vs_prev", "vs_prev_stage", "speedup_vs_first", "vs_first_stage", "test_accuracy",
@@ -199,7 +202,8 @@ def footnotes(rows):
     if any(r.epochs > 1 for r in rows if r.status == "ok"):
         notes.append("With several epochs, s/epoch and img/s are medians over the epochs (each epoch's seconds are in "
                      "the CSV and JSON); the accuracy is after the last.")
-    for reason in dict.fromkeys(r.reason for r in rows if r.status != "ok" and split_reason(r.reason)[1]):
+    for reason in dict.fromkeys(r.reason for r in rows if r.status != "ok" and not r.left_out
+                                and split_reason(r.reason)[1]):
         shown, explained = split_reason(reason)
         meaning, _, rest = explained.partition("): ")
         rest = rest[:1].upper() + rest[1:]
@@ -211,8 +215,20 @@ def footnotes(rows):
     return notes + peer_notes(rows)
 
 
+def left_out_text(rows):
+    """The one line, under the table, that stands for every row of the GPU stages left out (runs.left_out_row)."""
+    left = [r for r in rows if r.left_out]
+    if not left:
+        return ""
+    stages = list(dict.fromkeys((r.variant_of or r.stage).split()[0] for r in left))
+    return left_out_line(stages, left[0].reason, RUN_ANYWAY, what=f" ({len(left)} rows)")
+
+
 def format_table(rows, header_lines=()):
-    """The table as text: fixed-width columns; a row that did not run spans the figure columns."""
+    """The table as text: fixed-width columns; a row that did not run spans the figure columns. The rows of GPU
+    stages left out (no usable GPU here) are one line under the table, not a row each."""
+    left = left_out_text(rows)
+    rows = [r for r in rows if not r.left_out]
     head = headers(rows)
     with_peer = len(head) > len(HEADERS)
     cells = [row_cells(r, with_peer) for r in rows]
@@ -238,6 +254,8 @@ def format_table(rows, header_lines=()):
         prev_model = r.model
         out.append(line(c))
     out.append("")
+    if left:
+        out += [left, ""]
     out += footnotes(rows)
     return "\n".join(out)
 
@@ -275,7 +293,7 @@ def to_json(rows, *, machine, command, date, settings):
         "command": command,
         "machine": machine,
         "settings": settings,
-        "notes": footnotes(rows),
+        "notes": ([left_out_text(rows)] if left_out_text(rows) else []) + footnotes(rows),
         "rows": [r.to_dict() for r in rows],
     }, indent=2) + "\n"
 
@@ -283,6 +301,8 @@ def to_json(rows, *, machine, command, date, settings):
 def to_svg(rows, models, stages, *, machine_line, date, command, dataset, batch):
     """One group of bars per model: each stage's speedup over the first stage that ran the model, then
     the peer framework's rows (dashed outlines) against the same stage."""
+    left = left_out_text(rows)
+    rows = [r for r in rows if not r.left_out]
     by_id = {s.id: s for s in stages}
     by_id.update({p.id: p for p in PYTORCH_ROWS})
     groups = []
@@ -322,6 +342,8 @@ def to_svg(rows, models, stages, *, machine_line, date, command, dataset, batch)
     else:
         notes.append("Bars grow up from 1x when faster, down when slower; the label under a bar is seconds per epoch.")
     notes += variant_notes(rows)
+    if left:
+        notes.append(left.split(" (--gpu-stages")[0].split("; their")[0] + ".")
     if name:
         info = next((r.options for r in rows if r.peer and r.status == "ok" and r.options.get("torch")), {})
         version = f" {info['torch']}" if info else ""

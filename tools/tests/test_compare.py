@@ -858,6 +858,26 @@ class EndToEnd(unittest.TestCase):
             self.assertEqual(len(bars), sum(1 for r in records if r["status"] == "ok"))
             self.assertTrue((Path(out) / "logs" / "01_fc_softmax_mlp.log").is_file())
 
+    def test_without_a_gpu_the_gpu_stages_are_one_line(self):
+        # COURSE_ASSUME_GPU=0: what a machine without a usable GPU sees; the GPU trainers are not even started.
+        build = built_trainers_dir()
+        with tempfile.TemporaryDirectory() as out:
+            proc = subprocess.run([sys.executable, str(ROOT / "tools" / "compare.py"), "--build-dir", str(build),
+                                   "--stages", "01,04,05", "--models", "mlp,cnn", "--limit", "500", "--out", out],
+                                  cwd=ROOT, capture_output=True, text=True, timeout=300,
+                                  env=dict(os.environ, COURSE_ASSUME_GPU="0"))
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+            lines = [l for l in proc.stdout.splitlines() if "COURSE_ASSUME_GPU=0" in l]
+            self.assertEqual(len(lines), 1, proc.stdout)
+            self.assertTrue(lines[0].startswith("GPU stages 04, 05 left out (4 rows): no usable GPU"), lines[0])
+            self.assertFalse([l for l in proc.stdout.splitlines() if l.startswith(("04_", "05_"))], proc.stdout)
+            self.assertIn("running 2 trainers", proc.stdout)
+            records = list(csv.DictReader(io.StringIO((Path(out) / "compare.csv").read_text())))
+            self.assertEqual([(r["stage"], r["status"]) for r in records if r["stage"][:2] in ("04", "05")],
+                             [("04_cuda_matmul", "skipped"), ("05_im2col_gemm", "skipped"),
+                              ("04_cuda_matmul", "skipped"), ("05_im2col_gemm", "skipped")])
+            self.assertFalse((Path(out) / "logs" / "04_cuda_matmul_mlp.log").exists())
+
     def test_a_tiny_thread_sweep(self):
         build = built_trainers_dir()
         if not all((build / "bin" / f"s0{n}_train_solution").is_file() for n in (2, 3)):
@@ -902,9 +922,10 @@ class EndToEnd(unittest.TestCase):
         if not (build / "bin" / "s07_train_solution").is_file():
             self.skipTest(f"stage 07 is not built in {build}")
         with tempfile.TemporaryDirectory() as out:
+            # --gpu-stages: run stage 07's trainers even without a GPU, so that each says why it cannot run.
             proc = subprocess.run([sys.executable, str(ROOT / "tools" / "compare.py"), "--build-dir", str(build),
-                                   "--stages", "01,07", "--models", "mlp", "--limit", "500", "--out", out],
-                                  cwd=ROOT, capture_output=True, text=True, timeout=300)
+                                   "--stages", "01,07", "--models", "mlp", "--limit", "500", "--out", out,
+                                   "--gpu-stages"], cwd=ROOT, capture_output=True, text=True, timeout=300)
             self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
             records = list(csv.DictReader(io.StringIO((Path(out) / "compare.csv").read_text())))
             self.assertEqual([(r["stage"], r["variant_of"]) for r in records],

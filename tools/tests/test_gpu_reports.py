@@ -3,13 +3,11 @@
 - tools/gpu/sanitizer_verdict.py: a compute-sanitizer run fails only when the sanitizer found an
   error, a test failed or the binary crashed; a spent time budget is reported with the tests it
   covered, and a binary that made no CUDA call has nothing to check;
-- tools/course's first_reason(): the line of a failure that `tools/course check` prints, which for
-  a GPU fault is the explanation naming the task, the CUDA error and the sanitizer command.
+- tools/course's excerpt of a failure (course_lib/results.py): the lines `tools/course check` prints, which
+  for a GPU fault are the one line of explanation naming the task, the CUDA error and the sanitizer command.
 
     python3 -m unittest discover -s tools/tests
 """
-import importlib.machinery
-import importlib.util
 import subprocess
 import sys
 import tempfile
@@ -18,17 +16,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "gpu"))
+sys.path.insert(0, str(ROOT / "tools"))
 
 import sanitizer_verdict as sv  # noqa: E402
-
-
-def load_course():
-    """tools/course as a module (it is a script without the .py suffix)."""
-    loader = importlib.machinery.SourceFileLoader("course_cli", str(ROOT / "tools" / "course"))
-    spec = importlib.util.spec_from_loader("course_cli", loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+from course_lib.results import excerpt  # noqa: E402
 
 
 def gtest_out(ok=0, failed=0, skipped=0):
@@ -136,32 +127,28 @@ class SanitizerVerdict(unittest.TestCase):
 
 
 class FirstReason(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.course = load_course()
-
     def test_a_gpu_fault_is_passed_through_from_its_own_line(self):
-        # What prove_exercises.run_task() returns for a failed test: its failures joined by spaces.
+        # What prove_exercises.run_task() returns for a failed test: its failures, one after the other.
         fault = ("GPU fault in Task 4.2's code: an illegal memory access was encountered (cudaErrorIllegalAddress) "
                  "(test Task4_2_Grid.Odd); find the line with: compute-sanitizer --tool memcheck "
                  "/b/bin/s04_tests_exercise --gtest_filter='Task4_2_Grid.Odd'")
         message = ("unknown file\nC++ exception with description \"cudaMemcpy failed at gemm.cpp:40: an illegal memory "
                    "access was encountered\" thrown in the test body. tests/04_cuda_matmul/task4_2_grid_test.cpp:31\n"
                    "Failed\n" + fault + "\n  A kernel read or wrote outside its buffers ...")
-        self.assertEqual(self.course.first_reason(message), fault)
+        self.assertEqual(excerpt(message), [fault])
 
     def test_a_lost_context_and_a_hang_are_passed_through(self):
         lost = "GPU context lost earlier: Task4_2_Grid.B (Task 4.2's code) failed after test ..."
-        self.assertEqual(self.course.first_reason("x.cpp:3\nFailed\n" + lost), lost)
+        self.assertEqual(excerpt("x.cpp:3\nFailed\n" + lost), [lost])
         # A binary the time limit stopped leaves no report: run_task() keeps its output's tail.
         hang = "GPU fault in Task 4.3's code: the test did not finish within 3 s (test T.t); a __syncthreads() ..."
-        self.assertEqual(self.course.first_reason("[ RUN      ] T.t\n  A kernel kept running...\n" + hang), hang)
+        self.assertEqual(excerpt("[ RUN      ] T.t\n  A kernel kept running...\n" + hang), [hang])
 
     def test_other_failures_keep_their_reasons(self):
-        self.assertEqual(self.course.first_reason('C++ exception with description "Task 1.3 is not implemented yet '
-                                                  '(solutions/...)" thrown in the test body.'),
-                         "Task 1.3 is not implemented yet (solutions/...)")
-        self.assertEqual(self.course.first_reason("a.cpp:1\nExpected equality\nWhich is: 3"), "Which is: 3")
+        self.assertEqual(excerpt('C++ exception with description "Task 1.3 is not implemented yet '
+                                 '(solutions/...)" thrown in the test body.'),
+                         ["Task 1.3 is not implemented yet (solutions/...)"])
+        self.assertEqual(excerpt("a.cpp:1\nExpected equality\n  Which is: 3"), ["Expected equality", "  Which is: 3"])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,53 @@
+"""What every part of tools/course shares: where the repository and its build are, and how a command is shown
+and run."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+JOBS = os.environ.get("COURSE_JOBS") or str(os.cpu_count() or 2)
+PRESET = "default"
+
+
+def say(msg):
+    print(f"==> {msg}", flush=True)
+
+
+def shown(arg):
+    """An argument as a person would type it from the repository root."""
+    if str(arg) == sys.executable:
+        return "python3"
+    if isinstance(arg, Path):
+        return rel(arg)
+    return str(arg)
+
+
+def run(cmd, **kw):
+    """Prints the command as a person would type it, then runs it from the repository root."""
+    print("$ " + " ".join(shown(c) for c in cmd), flush=True)
+    return subprocess.run([str(c) for c in cmd], cwd=ROOT, **kw).returncode
+
+
+def build_dir(preset=PRESET):
+    return ROOT / "build" / preset
+
+
+def bin_path(name, preset=PRESET):
+    return build_dir(preset) / "bin" / name
+
+
+def rel(path):
+    """A path as the learner types it from the repository root."""
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def tests_target(stage):
+    return f"s{stage[:2]}_tests_exercise"
+
+
+def trainer_target(stage, track="exercise"):
+    return f"s{stage[:2]}_train_{track}"

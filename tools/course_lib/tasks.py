@@ -1,0 +1,136 @@
+"""The tasks of the course, read from the markers in solutions/: their stages, goals and hints, where each
+hole sits in exercises/ (open or filled in), and the lesson section that explains it."""
+import functools
+from pathlib import Path
+
+from . import common
+import gen_exercises  # noqa: E402  (tools/ is on sys.path: tools/course puts it there)
+import prove_exercises  # noqa: E402
+
+
+def all_tasks():
+    """{stage dir: [task, ...]} in course order."""
+    return prove_exercises.tasks_by_stage()
+
+
+def stage_of(task, stages):
+    return next((s for s, ts in stages.items() if task in ts), None)
+
+
+def task_order(stages):
+    return [t for ts in stages.values() for t in ts]
+
+
+def task_goals():
+    """{task: [(solution file, goal, hints)]}, one entry per marked block."""
+    goals = {}
+    for src in gen_exercises.solution_files():
+        if src.suffix not in gen_exercises.SOURCE_SUFFIXES:
+            continue
+        for _, _, m, hints in gen_exercises.parse_blocks(src, src.read_text().split("\n")):
+            goals.setdefault(m["task"], []).append((src, m["goal"], hints))
+    return goals
+
+
+def goal_of(task, goals):
+    return goals.get(task, [(None, "", [])])[0][1]
+
+
+@functools.lru_cache(maxsize=None)
+def solution_blocks():
+    """[(solution file, lines, line of BEGIN, task)] of every marked block, in file order."""
+    blocks = []
+    for src in gen_exercises.solution_files():
+        if src.suffix not in gen_exercises.SOURCE_SUFFIXES:
+            continue
+        lines = src.read_text().split("\n")
+        for start, _, m, _ in gen_exercises.parse_blocks(src, lines):
+            blocks.append((src, lines, start, m["task"]))
+    return blocks
+
+
+def exercise_file(solution_file):
+    return gen_exercises.EXERCISES / Path(solution_file).relative_to(gen_exercises.SOLUTIONS)
+
+
+def task_files(task):
+    """The exercise files that hold a task's holes."""
+    return list(dict.fromkeys(exercise_file(src) for src, _, _, t in solution_blocks() if t == task))
+
+
+def task_places(task):
+    """[(exercise file relative to the root, line)] of every hole of a task: its TODO line while the hole is
+    open; once filled in, the line after the code that precedes the block in the solution."""
+    places = []
+    for src, lines, start, t in solution_blocks():
+        if t != task:
+            continue
+        ex = exercise_file(src)
+        ex_lines = ex.read_text().split("\n") if ex.exists() else []
+        todos = [i for i, l in enumerate(ex_lines) if f"TODO(Task {task})" in l]
+        nth = sum(1 for f, _ in places if f == ex.relative_to(common.ROOT))  # a task may have several holes in a file
+        line = todos[nth] + 1 if nth < len(todos) else after_context(lines[:start], ex_lines) or start + 1
+        places.append((ex.relative_to(common.ROOT), line))
+    return places
+
+
+def after_context(before, ex_lines, most=12):
+    """The line (1-based) after the only place in ex_lines where the last lines of `before` appear together, or
+    None: one line such as `g.check();` may recur in a file, a few consecutive ones do not."""
+    for k in range(1, min(most, len(before)) + 1):
+        tail = before[-k:]
+        if not any(l.strip() for l in tail):
+            continue
+        hits = [i for i in range(len(ex_lines) - k + 1) if ex_lines[i:i + k] == tail]
+        if len(hits) == 1:
+            return hits[0] + k + 1
+        if not hits:
+            return None
+    return None
+
+
+def untouched(task):
+    """True while a task's hole still throws "not implemented" in exercises/: certainly not started."""
+    mark = f'course::NotImplemented("Task {task}"'
+    return any(mark in (common.ROOT / f).read_text() for f, _ in task_places(task) if (common.ROOT / f).exists())
+
+
+def lesson_section(stage, task):
+    """(lesson file, line, heading, anchor) of a task's section: the heading that carries {#task-N-M}."""
+    page = common.ROOT / gen_exercises.lesson_page(stage)
+    anchor = "task-" + task.replace(".", "-")
+    if page.exists():
+        for i, line in enumerate(page.read_text().split("\n")):
+            if line.startswith("#") and "{#" + anchor + "}" in line:
+                heading = line.lstrip("#").split("{#")[0].strip()
+                return page.relative_to(common.ROOT), i + 1, heading, anchor
+    return Path(gen_exercises.lesson_page(stage)), None, f"Task {task}", anchor
+
+
+def site_page(stage):
+    """The lesson in the Doxygen site, when it has been built (tools/course docs)."""
+    n = int(stage[:2])
+    for preset in ("default", "ci"):
+        page = common.build_dir(preset) / "docs" / "html" / f"lesson-{n:02d}.html"
+        if page.exists():
+            return page
+    return None
+
+
+def print_task_card(task, stage, goals, status_lines=(), indent="  "):
+    """Where to work on a task: its file and line, its lesson section, its hint, and what its tests say now."""
+    goal_list = goals.get(task, [(None, "", [])])
+    print(f"{indent}Task {task}: {goal_list[0][1]}")
+    for f, line in task_places(task):
+        print(f"{indent}  file:    {f}:{line}")
+    lesson, line, heading, anchor = lesson_section(stage, task)
+    where = f"{lesson}:{line}" if line else str(lesson)
+    print(f"{indent}  lesson:  {where}  \"{heading}\"")
+    site = site_page(stage)
+    if site:
+        print(f"{indent}           {site.relative_to(common.ROOT)}#{anchor}  (the page with its formulas)")
+    for _, _, hints in goal_list:
+        for h in hints:
+            print(f"{indent}  hint:    {h}")
+    for i, line in enumerate(status_lines):
+        print(f"{indent}  {'now:    ' if i == 0 else '        '} {line}")
