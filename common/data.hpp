@@ -148,10 +148,10 @@ bool image_decoding_available();
 /// give 1 channel, RGB and RGBA 3: an alpha channel is dropped, not blended
 /// (16-bit PNGs are read to 8 bits). `path` only names the file in messages.
 /// Throws DataError naming `path` and the reason: an empty file, bytes that
-/// are neither PNG nor JPEG, a picture larger than `limits`, a JPEG cut short
-/// (no end-of-image marker after its last scan: stb_image itself would fill
-/// the missing part with gray), and anything stb_image refuses, with its
-/// reason. Without stb_image in the build, every call throws a DataError that
+/// are neither PNG nor JPEG, a picture larger than `limits`, a PNG whose
+/// chunks are cut short or fail their CRC (stb_image checks neither), a JPEG
+/// cut short (no end-of-image marker after its last scan), and anything
+/// stb_image refuses, with its reason. Without stb_image in the build, every call throws a DataError that
 /// says to install libstb-dev.
 Image decode_image(const std::vector<unsigned char>& bytes, const std::string& path, const ImageLimits& limits = {});
 

@@ -97,7 +97,8 @@ std::string chunk_name(const unsigned char* t) {
 
 /// Walks a PNG file's chunks up to IEND, checking that each is whole and that
 /// its CRC matches: stb_image checks neither, so a PNG cut after its image
-/// data, or with a damaged byte, would otherwise load (wrong) without a word.
+/// data loads without a word (fuzz/regressions/image/png-cut-inside-the-crc-of-iend),
+/// and a damaged byte is caught only when it breaks the compressed stream.
 /// "" when the file is sound, else what is wrong with it.
 std::string png_fault(const Bytes& b) {
   std::size_t at = 8;  // after the signature
@@ -120,24 +121,87 @@ std::string png_fault(const Bytes& b) {
   }
 }
 
-/// "" when a JPEG file holds image data followed by the end-of-image marker,
-/// else what is wrong. Its last scan (marker FF DA) must be followed by an
-/// end-of-image marker (FF D9), or the file was cut short: in the compressed
-/// data a byte FF is always followed by 00 or a restart marker, so neither
-/// marker appears there by chance, and a thumbnail inside the header has its
-/// own scan and end, both before the main scan. stb_image decodes a cut file
-/// without complaint, filling the missing rows with gray.
-std::string jpeg_fault(const Bytes& b) {
-  long last_scan = -1, last_end = -1;
-  for (std::size_t i = 0; i + 1 < b.size(); ++i) {
-    if (b[i] != 0xFF) continue;
-    if (b[i + 1] == 0xDA) last_scan = static_cast<long>(i);
-    if (b[i + 1] == 0xD9) last_end = static_cast<long>(i);
-  }
-  if (last_scan < 0) return "truncated or corrupt: it has no image data (no start-of-scan marker)";
-  if (last_end < last_scan)
-    return "truncated: its image data is not followed by the end-of-image marker (the file was cut short?)";
+/// The size in a sound PNG's header (png_fault() found it whole): its first
+/// chunk must be IHDR, width then height. "" or what is wrong.
+std::string png_size(const Bytes& b, std::uint32_t* w, std::uint32_t* h) {
+  if (chunk_name(&b[12]) != "IHDR" || be32(&b[8]) < 8)
+    return "corrupt: its first chunk is " + chunk_name(&b[12]) + ", not the IHDR header";
+  *w = be32(&b[16]);
+  *h = be32(&b[20]);
   return "";
+}
+
+/// Walks a JPEG file's marker segments from start to end-of-image, the way a
+/// decoder reads them, and returns "" and the size of its frame header (the
+/// first SOFn), or what is wrong. Checked here, before stb_image sees the
+/// bytes:
+/// - every segment is whole, and the file reaches its end-of-image marker
+///   (a file cut short is named as such, not with stb_image's "expected marker");
+/// - a frame header comes before the first scan, and there is a scan;
+/// - every Huffman table (DHT) defines at most 256 codes, within its segment.
+///   stb_image 2.27 (Debian 12's libstb-dev) does not check this and writes
+///   past its tables when the counts add up to more (found by the image fuzz
+///   target on its first run; fuzz/regressions/image/jpeg-huffman-table-of-300-codes;
+///   stb_image 2.28 checks it too).
+/// The compressed data after each scan header is skipped to the next marker:
+/// there a byte FF is always followed by 00 (a stuffed FF) or a restart
+/// marker, so no segment is seen by mistake, and a thumbnail inside an
+/// APPn segment is skipped with its segment.
+std::string jpeg_check(const Bytes& b, std::uint32_t* w, std::uint32_t* h) {
+  const std::string cut = "truncated: it ends at byte " + std::to_string(b.size()) +
+                          " before its end-of-image marker (the file was cut short?)";
+  bool frame = false, scan = false;
+  std::size_t at = 2;  // after SOI
+  for (;;) {
+    while (at < b.size() && b[at] != 0xFF) ++at;          // stray bytes between segments
+    while (at + 1 < b.size() && b[at + 1] == 0xFF) ++at;  // fill bytes
+    if (at + 2 > b.size()) return cut;
+    const unsigned char m = b[at + 1];
+    const std::string where = " at byte " + std::to_string(at);
+    if (m == 0xD9) {
+      if (!scan) return "truncated or corrupt: it has no image data (no start-of-scan marker)";
+      return "";
+    }
+    if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) {  // markers without a length
+      at += 2;
+      continue;
+    }
+    if (m == 0xD8) return "corrupt: a second start-of-image marker" + where;
+    if (at + 4 > b.size()) return cut;
+    const std::size_t length = std::size_t{b[at + 2]} << 8 | b[at + 3];
+    if (length < 2) return "corrupt: the marker segment" + where + " has a length below 2";
+    if (at + 2 + length > b.size()) return cut;
+    const unsigned char* seg = &b[at + 4];  // the segment after its length
+    const std::size_t n = length - 2;
+    if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC && !frame) {
+      if (n < 6) return "corrupt: its frame header" + where + " is too short";
+      *h = std::uint32_t{seg[1]} << 8 | seg[2];
+      *w = std::uint32_t{seg[3]} << 8 | seg[4];
+      if (*h == 0) return "not supported: its frame header gives no height (a DNL marker gives it later)";
+      frame = true;
+    } else if (m == 0xC4) {
+      for (std::size_t t = 0; t < n;) {
+        if (t + 17 > n) return "corrupt: the Huffman table segment" + where + " ends inside a table";
+        std::size_t codes = 0;
+        for (int i = 1; i <= 16; ++i) codes += seg[t + static_cast<std::size_t>(i)];
+        if (codes > 256)
+          return "corrupt: a Huffman table" + where + " defines " + std::to_string(codes) + " codes (at most 256)";
+        if (t + 17 + codes > n) return "corrupt: the Huffman table segment" + where + " ends inside a table";
+        t += 17 + codes;
+      }
+    } else if (m == 0xDA) {
+      if (!frame) return "corrupt: a scan" + where + " before any frame header";
+      scan = true;
+      // The compressed data: up to the next marker other than a stuffed FF or a restart.
+      at += 2 + length;
+      while (at + 1 < b.size() && !(b[at] == 0xFF && b[at + 1] != 0x00 && b[at + 1] != 0xFF &&
+                                    !(b[at + 1] >= 0xD0 && b[at + 1] <= 0xD7)))
+        ++at;
+      if (at + 1 >= b.size()) return "truncated: its image data is not followed by the end-of-image marker (the file was cut short?)";
+      continue;
+    }
+    at += 2 + length;
+  }
 }
 
 #endif  // COURSE_HAVE_STB
@@ -252,21 +316,20 @@ Image decode_image(const std::vector<unsigned char>& bytes, const std::string& p
     throw DataError(path + ": a " + format + " file of more than 2 GiB is more than this loader reads");
   const int length = static_cast<int>(bytes.size());
 
-  const std::string fault = png ? png_fault(bytes) : jpeg_fault(bytes);
+  // The structure and the size, checked here (stbi_info_from_memory() would
+  // give the size, but its reason for a refusal is always "unknown image type").
+  std::uint32_t w32 = 0, h32 = 0;
+  std::string fault = png ? png_fault(bytes) : jpeg_check(bytes, &w32, &h32);
+  if (fault.empty() && png) fault = png_size(bytes, &w32, &h32);
   if (!fault.empty()) throw DataError(path + ": this " + format + " file is " + fault);
-
-  int w = 0, h = 0, comp = 0;
-  if (!stbi_info_from_memory(bytes.data(), length, &w, &h, &comp))
-    throw DataError(path + ": cannot read this " + format + " file's header: it is corrupt or truncated (stb_image: " +
-                    stb_reason() + ")");
-  if (w < 1 || h < 1 || w > limits.max_side || h > limits.max_side ||
-      static_cast<long>(w) * h > limits.max_pixels)
-    throw DataError(path + ": a picture of " + std::to_string(w) + "x" + std::to_string(h) +
+  if (w32 < 1 || h32 < 1 || w32 > static_cast<std::uint32_t>(limits.max_side) ||
+      h32 > static_cast<std::uint32_t>(limits.max_side) || std::uint64_t{w32} * h32 > static_cast<std::uint64_t>(limits.max_pixels))
+    throw DataError(path + ": a picture of " + std::to_string(w32) + "x" + std::to_string(h32) +
                     " pixels (width x height) is larger than the loader accepts (at most " +
                     std::to_string(limits.max_side) + " on a side and " + std::to_string(limits.max_pixels) +
                     " pixels)");
 
-  int n = 0;
+  int w = 0, h = 0, n = 0;
   std::unique_ptr<unsigned char, void (*)(void*)> pixels(stbi_load_from_memory(bytes.data(), length, &w, &h, &n, 0),
                                                          stbi_image_free);
   if (!pixels)

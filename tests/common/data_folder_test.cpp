@@ -174,7 +174,7 @@ TEST(DataFolderDecode, TruncatedFilesAreRefusedWithTheirName) {
           << keep << ": " << e;
     }
   }
-  // A JPEG cut in its image data: stb_image alone would fill the rest with gray.
+  // A JPEG cut in its image data: named as such (stb_image would say "expected marker").
   Bytes jpg = read_all(dir.file("whole.jpg"));
   jpg.resize(jpg.size() - 40);
   EXPECT_THAT(error_of<DataError>([&] { decode_image(jpg, "cut.jpg"); }),
