@@ -80,6 +80,21 @@ endif()
 set(COURSE_HAVE_ZLIB ${ZLIB_FOUND})
 course_feature("zlib" COURSE_HAVE_ZLIB "gzip-compressed IDX files cannot be read (gunzip them first)")
 
+# ---- stb_image (PNG and JPEG for --dataset folder): header-only ------------
+# Debian's libstb-dev puts it in /usr/include/stb; a machine without the
+# package builds it from .carry/include/stb/stb_image.h. stb_image_write.h
+# (the same package) is only for the tests, which write the pictures they read.
+find_path(STB_INCLUDE_DIR stb/stb_image.h PATHS ${COURSE_CARRY_INCLUDE})
+set(COURSE_HAVE_STB OFF)
+if(STB_INCLUDE_DIR)
+  set(COURSE_HAVE_STB ON)
+  if(EXISTS ${STB_INCLUDE_DIR}/stb/stb_image_write.h)
+    set(COURSE_HAVE_STB_WRITE ON)
+  endif()
+endif()
+course_feature("stb_image" COURSE_HAVE_STB
+               "--dataset folder (PNG and JPEG pictures) is not available: apt-get install libstb-dev")
+
 # ---- OpenMP ----------------------------------------------------------------
 find_package(OpenMP QUIET COMPONENTS CXX)
 set(COURSE_HAVE_OPENMP ${OpenMP_CXX_FOUND})

@@ -14,6 +14,7 @@
 
 #include "common/arch.hpp"
 #include "common/data.hpp"
+#include "common/data_transform.hpp"
 
 namespace course {
 
@@ -86,6 +87,33 @@ CLI::Validator zero_to_below_one() {
       "");
 }
 
+CLI::Validator between(int lo, int hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        double v = 0;
+        if (!read_number(text, v) || v != std::floor(v)) return "'" + text + "' is not a whole number";
+        if (v < lo || v > hi) return "must be from " + std::to_string(lo) + " to " + std::to_string(hi) + ", not " + text;
+        return "";
+      },
+      "");
+}
+
+CLI::Validator image_size() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          parse_image_size(text);
+        } catch (const std::invalid_argument& e) {
+          // CLI11 names the flag itself: the message without its "--resize: ".
+          const std::string m = e.what();
+          const auto colon = m.find(": ");
+          return colon == std::string::npos ? m : m.substr(colon + 2);
+        }
+        return "";
+      },
+      "");
+}
+
 // Like CLI::IsMember, but the message lists the choices in words.
 CLI::Validator one_of(std::vector<std::string> choices, const std::string& what) {
   const std::string shown = "{" + join(choices, ",") + "}";
@@ -106,6 +134,9 @@ std::string examples(const std::string& program) {
       {"--layers 784,128:tanh,10", "an MLP by its sizes"},
       {"--arch conv8k5,relu,pool2,fc10", "a custom model"},
       {"--dataset synthetic --json run.json", "no data needed; JSON out"},
+      {"-m cnn --resize 40 --channels 3 --limit 2000", "Fashion-MNIST as 3x40x40 pictures"},
+      {"--dataset folder --data-dir pics --resize 32", "train/<class>/ and test/<class>/ of PNG/JPEG"},
+      {"--val-fraction 0.1", "hold out 10% for validation"},
       {"--epochs 20 --checkpoint-every 1 --checkpoint run.ckpt", "a checkpoint after every epoch"},
       {"--epochs 20 --resume run.ckpt", "continue a stopped run"},
   };
@@ -154,7 +185,9 @@ void configure_trainer_app(CLI::App& app, TrainerOptions& o, const StageInfo& st
   app.add_option("--loss", o.loss, "Loss function")->check(one_of(loss_names(), "loss"))->type_name("NAME");
 
   // ---- the data
-  app.add_option("--dataset", o.dataset, "Data set (synthetic needs no files)")
+  app.add_option("--dataset", o.dataset,
+                 "Data set (synthetic needs no files; folder: --data-dir with train/<class>/ and test/<class>/ "
+                 "of PNG or JPEG pictures)")
       ->check(one_of(dataset_names(), "data set"))
       ->type_name("NAME");
   app.add_option("--data-dir", o.data_dir, "Folder with the data files (default: ./data, system folders)")
@@ -162,6 +195,21 @@ void configure_trainer_app(CLI::App& app, TrainerOptions& o, const StageInfo& st
   app.add_option("--limit", o.limit, "Train on the first N training examples (0 = all)")
       ->check(at_least(0))
       ->type_name("N");
+  app.add_option("--resize", o.resize,
+                 "Resize every training and test example to N x N or H x W pixels (bilinear, pixel centres "
+                 "as PyTorch's align_corners=False); default: the data set's size")
+      ->check(image_size())
+      ->type_name("N|HxW");
+  app.add_option("--channels", o.channels,
+                 "Convert every example to C channels: 1 -> C repeats the gray plane, C -> 1 averages "
+                 "(default: the data set's)")
+      ->check(between(1, kMaxChannels))
+      ->type_name("C");
+  app.add_option("--val-fraction", o.val_fraction,
+                 "Hold out this share of the training set (after --limit), drawn with --seed, as a validation "
+                 "set reported every epoch; in [0, 1)")
+      ->check(zero_to_below_one())
+      ->type_name("F");
 
   // ---- training
   app.add_option("--epochs", o.epochs, "Passes over the training set (>= 1; 0 with --save saves the initial weights)")
@@ -238,7 +286,8 @@ nlohmann::json to_json(const TrainerOptions& o) {
           {"threads", o.threads}, {"save", o.save},       {"load", o.load},       {"evaluate", o.evaluate},
           {"limit", o.limit},     {"profile", o.profile}, {"json", o.json},       {"verbose", o.verbose},
           {"progress", o.progress}, {"checkpoint_every", o.checkpoint_every}, {"checkpoint", o.checkpoint},
-          {"resume", o.resume}};
+          {"resume", o.resume}, {"resize", o.resize}, {"channels", o.channels},
+          {"val_fraction", o.val_fraction}};
 }
 
 }  // namespace course

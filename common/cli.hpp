@@ -39,6 +39,9 @@ struct TrainerOptions {
   std::string checkpoint;               ///< --checkpoint FILE: where checkpoints go ("" = the --resume file, else STAGE_ID.ckpt)
   std::string resume;                   ///< --resume FILE: continue the run saved in a checkpoint
   long limit = 0;                       ///< --limit N: train on the first N examples (0 = all)
+  std::string resize;                   ///< --resize N or HxW: resize every example, bilinearly ("" = keep)
+  int channels = 0;                     ///< --channels C: 1 -> C repeats the gray plane, C -> 1 averages (0 = keep)
+  double val_fraction = 0;              ///< --val-fraction F: hold out this share of the training set, in [0, 1)
   bool profile = false;                 ///< --profile: time every layer
   std::string json;                     ///< --json FILE: every result, machine-readable
   bool verbose = false;                 ///< --verbose: more detail
@@ -56,6 +59,8 @@ struct StageInfo {
 /// become the defaults shown by --help), with its checks: --epochs at least 0
 /// (parse_trainer_options() allows 0 only with --save), --batch at least 1,
 /// --lr above 0, --momentum in [0, 1), --limit and --threads at least 0, --model, --dataset, --loss and --activation from their lists,
+/// --resize N or HxW (sides 1 to course::kMaxResizeSide), --channels 1 to course::kMaxChannels,
+/// --val-fraction in [0, 1),
 /// --evaluate only with --load, --arch and --layers not together, --resume
 /// neither with --load nor with --evaluate, --checkpoint-every at least 0. --threads
 /// exists only when `stage.has_threads`. Sets the description, the footer of

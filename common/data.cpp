@@ -1,5 +1,6 @@
 /// @file data.cpp
-/// @brief The file loaders (IDX, CIFAR-10 binary, CSV) and load_data(), which finds them.
+/// @brief The file loaders (IDX, CIFAR-10 binary, CSV) and load_data(), which finds
+/// them (the image folder is in data_folder.cpp, the transforms in data_transform.cpp).
 ///
 /// Every loader reads its file into memory in one go and parses the bytes
 /// there: 60000 Fashion-MNIST images are 47 MB, and walking them byte by byte
@@ -7,6 +8,8 @@
 /// milliseconds. Every error message starts with the file it is about, so a
 /// learner with a half-downloaded data set knows which file to fetch again.
 #include "common/data.hpp"
+
+#include "common/data_transform.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -30,13 +33,10 @@ namespace fs = std::filesystem;
 
 namespace course {
 
-namespace {
-
 using Bytes = std::vector<unsigned char>;
 
 // ---- reading files ----------------------------------------------------------
 
-/// The whole file, read with one call.
 Bytes read_file_bytes(const std::string& path) {
   std::error_code ec;
   // Checked first because Linux lets a folder be opened like a file and only
@@ -52,6 +52,8 @@ Bytes read_file_bytes(const std::string& path) {
                     std::to_string(size) + " bytes");
   return bytes;
 }
+
+namespace {
 
 /// gzip files start with the two bytes 1f 8b (RFC 1952), whatever their name.
 bool is_gzip(const Bytes& b) { return b.size() >= 2 && b[0] == 0x1f && b[1] == 0x8b; }
@@ -211,7 +213,9 @@ void Dataset::truncate(long n) {
   images.resize(static_cast<std::size_t>(n * shape.size()));
 }
 
-std::vector<std::string> dataset_names() { return {"fashion-mnist", "mnist", "cifar10", "csv", "synthetic"}; }
+std::vector<std::string> dataset_names() {
+  return {"fashion-mnist", "mnist", "cifar10", "csv", "folder", "synthetic"};
+}
 
 // ---- IDX (MNIST, Fashion-MNIST) ---------------------------------------------
 
@@ -613,6 +617,11 @@ DataSplit load_data(const DataOptions& options) {
     fallback_hint = "put the CIFAR-10 binary files in ./data/cifar10 or pass --data-dir";
     fallback_shape = Shape3{3, 32, 32};
     found = try_cifar(dirs, dir_given, &split);
+  } else if (name == "folder") {
+    if (!dir_given)
+      throw DataError("dataset folder needs --data-dir: a folder with train/<class>/ and test/<class>/ subfolders "
+                      "of PNG or JPEG pictures");
+    split = load_image_folder(options.data_dir, options.resize);
   } else {  // csv
     if (!dir_given) throw DataError("dataset csv needs --data-dir: a folder with train.csv and test.csv");
     std::vector<std::string> paths, missing;
@@ -640,6 +649,19 @@ DataSplit load_data(const DataOptions& options) {
   if (options.limit > 0 && options.limit < split.train.size()) {
     split.train.truncate(options.limit);
     split.note += "; training on the first " + std::to_string(options.limit) + " examples (--limit)";
+  }
+  // After --limit: the transforms work example by example, so the result is
+  // the same as before it, at a fraction of the cost (data_transform.hpp).
+  const std::string transformed = transform_examples(split.train, split.test, options.resize, options.channels);
+  if (!transformed.empty()) split.note += "; " + transformed;
+  split.val = split_validation(split.train, options.val_fraction, options.seed);
+  if (split.val.size() > 0) {
+    char fraction[32];
+    std::snprintf(fraction, sizeof fraction, "%g", options.val_fraction);
+    split.note += "; " + std::to_string(split.val.size()) + " of the " +
+                  std::to_string(split.train.size() + split.val.size()) +
+                  " training examples held out for validation (--val-fraction " + fraction + ", --seed " +
+                  std::to_string(options.seed) + ")";
   }
   return split;
 }

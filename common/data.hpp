@@ -1,5 +1,6 @@
 /// @file data.hpp
-/// @brief Data sets: IDX (MNIST, Fashion-MNIST), CIFAR-10 binary, CSV and a built-in synthetic set.
+/// @brief Data sets: IDX (MNIST, Fashion-MNIST), CIFAR-10 binary, CSV, a folder of
+/// PNG and JPEG images, and a built-in synthetic set.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +23,7 @@ class DataError : public std::runtime_error {
 /// `images` is [size(), C, H, W] (NCHW), every value normalised to [0, 1];
 /// `labels[i]` is in [0, classes).
 struct Dataset {
-  std::string name;    ///< "fashion-mnist", "mnist", "cifar10", "csv", "synthetic"
+  std::string name;    ///< "fashion-mnist", "mnist", "cifar10", "csv", "folder", "synthetic"
   std::string source;  ///< where it came from: a folder or "built-in"
   Shape3 shape;        ///< shape of one example
   int classes = 0;
@@ -37,19 +38,31 @@ struct Dataset {
   void truncate(long n);
 };
 
-/// A training set and its test set.
+/// A training set, its test set, and the validation set held out of the
+/// training set (empty unless DataOptions::val_fraction > 0).
 struct DataSplit {
-  Dataset train, test;
+  Dataset train, test, val;
   bool synthetic_fallback = false;  ///< true when no real data was found
   std::string note;                 ///< one line for the user: what was loaded, or why the fallback
 };
 
+/// A picture size, height by width (0 x 0: none given).
+struct ImageSize {
+  int h = 0, w = 0;
+  bool empty() const { return h == 0 || w == 0; }
+  std::string str() const { return std::to_string(h) + "x" + std::to_string(w); }  ///< "40x40"
+  bool operator==(const ImageSize& o) const { return h == o.h && w == o.w; }
+};
+
 /// What to load. `data_dir` empty means: look in the usual places.
 struct DataOptions {
-  std::string dataset = "fashion-mnist";  ///< fashion-mnist, mnist, cifar10, csv, synthetic
+  std::string dataset = "fashion-mnist";  ///< fashion-mnist, mnist, cifar10, csv, folder, synthetic
   std::string data_dir;                   ///< --data-dir
   long limit = 0;                         ///< --limit N: keep the first N training examples (0 = all)
-  std::uint64_t seed = 42;                ///< for the synthetic set
+  std::uint64_t seed = 42;                ///< for the synthetic set and the validation split
+  ImageSize resize;                       ///< --resize: every example resized to it (empty = keep)
+  int channels = 0;                       ///< --channels: every example converted to it (0 = keep)
+  double val_fraction = 0;                ///< --val-fraction: share of the training set held out
 };
 
 /// The data set names load_data() accepts.
@@ -65,9 +78,21 @@ std::vector<std::string> dataset_names();
 /// data_dir was given, the synthetic set of the same shape is used and
 /// `note` says so; a data_dir that lacks the files is an error. The synthetic
 /// set (asked for, or as the fallback) has 8000 training and 2000 test examples.
-/// `limit` then keeps the first `limit` training examples; the test set is kept whole.
-/// Throws DataError for bad files and std::invalid_argument for an unknown name.
+/// folder reads `data_dir` with load_image_folder(), its pictures resized to
+/// `resize` (else to the first training picture's size).
+///
+/// Then, in this order (common/data_transform.hpp): `limit` keeps the first
+/// `limit` training examples (the test set is kept whole); `resize` and
+/// `channels` convert the training and test examples (transform_examples());
+/// `val_fraction` moves a share of the training examples into `val`
+/// (split_validation(), drawn from `seed`). `note` says what each step did.
+/// Throws DataError for bad files, and std::invalid_argument for an unknown
+/// name or a transform or split that cannot be done (its message names the flag).
 DataSplit load_data(const DataOptions& options);
+
+/// The whole file, read with one call. Throws DataError naming the file when
+/// it is missing, a folder, or cannot be read.
+std::vector<unsigned char> read_file_bytes(const std::string& path);
 
 /// Reads an IDX image file and its label file (gzip or plain, by content).
 Dataset load_idx(const std::string& images_path, const std::string& labels_path, const std::string& name);
@@ -99,6 +124,57 @@ Dataset load_csv(const std::string& path, std::vector<float>* column_min, std::v
 /// names it. Throws DataError like load_csv().
 Dataset parse_csv(const std::string& text, const std::string& path, std::vector<float>* column_min,
                   std::vector<float>* column_max);
+
+/// One decoded picture: `channels` (1 gray, or 3 red, green, blue) planes of
+/// height x width values in [0, 1], row-major, planes one after the other (CHW).
+struct Image {
+  int channels = 0, height = 0, width = 0;
+  std::vector<float> values;
+};
+
+/// What decode_image() accepts at most: larger pictures are refused before
+/// their pixels are allocated.
+struct ImageLimits {
+  int max_side = 16384;                 ///< pixels on either side
+  long max_pixels = 64L * 1024 * 1024;  ///< width x height (64 Mi: 768 MiB decoded as RGB floats x 4)
+};
+
+/// True when this build can decode PNG and JPEG (it found stb_image: the
+/// Debian package libstb-dev, or .carry/include/stb/stb_image.h).
+bool image_decoding_available();
+
+/// Decodes a PNG or JPEG file's bytes with stb_image (which of the two is
+/// decided by the content, not by the name). Gray and gray + alpha pictures
+/// give 1 channel, RGB and RGBA 3: an alpha channel is dropped, not blended
+/// (16-bit PNGs are read to 8 bits). `path` only names the file in messages.
+/// Throws DataError naming `path` and the reason: an empty file, bytes that
+/// are neither PNG nor JPEG, a picture larger than `limits`, a PNG whose
+/// chunks are cut short or fail their CRC (stb_image checks neither), a JPEG
+/// cut short (no end-of-image marker after its last scan), and anything
+/// stb_image refuses, with its reason. Without stb_image in the build, every call throws a DataError that
+/// says to install libstb-dev.
+Image decode_image(const std::vector<unsigned char>& bytes, const std::string& path, const ImageLimits& limits = {});
+
+/// Reads an image folder: `dir`/train/<class>/<picture> and `dir`/test/<class>/<picture>.
+///
+/// - Classes are the subfolders of dir/train, sorted by name (byte order);
+///   label k is the k-th. Every one of them must be a folder of dir/test too
+///   (it may be empty there), and dir/test may have no other class; a train
+///   class without pictures is an error.
+/// - Pictures are the files named *.png, *.jpg or *.jpeg (any case), read in
+///   name order; other files and subfolders are skipped and counted in the
+///   note (with the first one's path), names starting with '.' silently.
+/// - Each picture is decoded with decode_image() and resized bilinearly
+///   (course::resize_bilinear, as --resize does) to `size`, else to the size
+///   of the first training picture.
+/// - Channels: 3 when any picture of either set is in colour (gray ones are
+///   repeated over the three), else 1. --channels then converts as for any
+///   data set.
+///
+/// Throws DataError naming the file or folder at fault; the message of a
+/// picture stb_image cannot read carries stb_image's reason. `note` says what
+/// was read, resized and skipped.
+DataSplit load_image_folder(const std::string& dir, ImageSize size = {});
 
 /// The built-in synthetic set: `n` examples of shape `shape` in `classes`
 /// classes, each class a distinct pattern plus noise. Deterministic in `seed`.

@@ -21,6 +21,7 @@
 
 #include "common/checkpoint.hpp"
 #include "common/data.hpp"
+#include "common/data_transform.hpp"
 #include "common/metrics.hpp"
 #include "common/model_file.hpp"
 #include "common/not_implemented.hpp"
@@ -323,20 +324,27 @@ int train_or_evaluate(const TrainerOptions& given, const StageInfo& stage, const
   data_options.data_dir = o.data_dir;
   data_options.limit = o.limit;
   data_options.seed = o.seed;
+  data_options.channels = o.channels;
+  data_options.val_fraction = o.val_fraction;
   DataSplit data;
   try {
+    if (!o.resize.empty()) data_options.resize = parse_image_size(o.resize);
     data = load_data(data_options);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
   const Dataset& train = data.train;
   const Dataset& test = data.test;
+  const Dataset& val = data.val;  // empty without --val-fraction
+  const bool validating = val.size() > 0;
   std::cout << "data: " << data.note << "\n";
   if (data.synthetic_fallback)
     std::cerr << "warning: no " << o.dataset << " files were found, so this run uses the built-in synthetic set;"
               << " its accuracy says nothing about " << o.dataset << " (see --data-dir)\n";
   if (o.verbose)
     std::cout << "data: train " << train.size() << " examples from " << train.source << "\n"
+              << (validating ? "data: val   " + std::to_string(val.size()) + " examples held out of the training set\n"
+                             : std::string())
               << "data: test  " << test.size() << " examples from " << test.source << "\n"
               << "data: examples of " << train.shape.str() << ", " << train.classes << " classes\n";
   if (train.size() == 0) throw DataError("the training set of " + o.dataset + " is empty");
@@ -344,6 +352,7 @@ int train_or_evaluate(const TrainerOptions& given, const StageInfo& stage, const
                      {"note", data.note},
                      {"synthetic_fallback", data.synthetic_fallback},
                      {"train_examples", train.size()},
+                     {"val_examples", val.size()},
                      {"test_examples", test.size()},
                      {"shape", train.shape.str()},
                      {"classes", train.classes},
@@ -407,7 +416,9 @@ int train_or_evaluate(const TrainerOptions& given, const StageInfo& stage, const
 
   const std::string header = stage.id + " | " + device + " | " + model_label(o) + " " + spec + " (" +
                              std::to_string(parameters) + " parameters) | " + train.name + " " +
-                             std::to_string(train.size()) + " train, " + std::to_string(test.size()) + " test, " +
+                             std::to_string(train.size()) + " train, " +
+                             (validating ? std::to_string(val.size()) + " val, " : std::string()) +
+                             std::to_string(test.size()) + " test, " +
                              train.shape.str() + " | " +
                              fmt("batch %d  lr %g %s  momentum %g  seed %llu", o.batch, o.lr, o.lr_schedule.c_str(),
                                  o.momentum, static_cast<unsigned long long>(o.seed));
@@ -453,7 +464,7 @@ int train_or_evaluate(const TrainerOptions& given, const StageInfo& stage, const
                        " training examples of " + c.dataset + ", but this run has " + std::to_string(train.size()) +
                        " of " + o.dataset +
                        (c.train_examples == train.size() && c.dataset == o.dataset ? " with other labels" : "") +
-                       ": resume with the --dataset, --data-dir and --limit of that run");
+                       ": resume with the --dataset, --data-dir, --limit and --val-fraction of that run");
     warn_if_differs("--seed", o.seed != c.seed, std::to_string(o.seed), std::to_string(c.seed));
     warn_if_differs("--batch", o.batch != c.batch, std::to_string(o.batch), std::to_string(c.batch));
     warn_if_differs("--lr", o.lr != c.lr, fmt("%g", o.lr), fmt("%g", c.lr));
@@ -627,16 +638,27 @@ int train_or_evaluate(const TrainerOptions& given, const StageInfo& stage, const
         return kExitDiverged;
       }
 
+      // The validation set first, then the test set, both with the engine's evaluate().
+      Evaluation val_ev;
+      if (validating) val_ev = evaluate_test(*engine, val);
       ev = evaluate_test(*engine, test);
       trained = true;
       const double train_acc = percent(stats.correct, stats.seen);
       const double test_acc = percent(ev.stats.correct, ev.stats.seen);
-      std::string line = fmt("epoch %*d/%d  loss %.4f  train %.2f%%  test %.2f%%  %.2f s  %.0f img/s", epoch_width,
-                             epoch, o.epochs, loss, train_acc, test_acc, train_seconds, images_per_s);
+      const double val_loss =
+          val_ev.stats.seen > 0 ? val_ev.stats.loss_sum / static_cast<double>(val_ev.stats.seen) : 0.0;
+      const std::string val_part =
+          validating ? fmt("  val loss %.4f  val %.2f%%", val_loss, percent(val_ev.stats.correct, val_ev.stats.seen))
+                     : std::string();
+      std::string line = fmt("epoch %*d/%d  loss %.4f  train %.2f%%%s  test %.2f%%  %.2f s  %.0f img/s", epoch_width,
+                             epoch, o.epochs, loss, train_acc, val_part.c_str(), test_acc, train_seconds,
+                             images_per_s);
       if (partial)
         line += fmt("  (resumed after step %d: loss and train accuracy of its last %ld examples)", start.step,
                     stats.seen);
-      if (o.verbose) line += fmt("  (test eval %.2f s)", ev.seconds);
+      if (o.verbose)
+        line += validating ? fmt("  (test eval %.2f s, val eval %.2f s)", ev.seconds, val_ev.seconds)
+                           : fmt("  (test eval %.2f s)", ev.seconds);
       std::cout << line << std::endl;  // flushed, so a redirected log shows progress as it happens
       json entry = {{"epoch", epoch},
                     {"loss", loss},
@@ -646,6 +668,11 @@ int train_or_evaluate(const TrainerOptions& given, const StageInfo& stage, const
                     {"seconds", train_seconds},
                     {"images_per_second", images_per_s},
                     {"eval_seconds", ev.seconds}};
+      if (validating) {
+        entry["val_accuracy"] = fraction(val_ev.stats.correct, val_ev.stats.seen);
+        entry["val_loss"] = val_loss;
+        entry["val_eval_seconds"] = val_ev.seconds;
+      }
       if (partial) {
         entry["resumed_after_step"] = start.step;
         entry["examples"] = stats.seen;

@@ -56,7 +56,14 @@ enum TrainerExit : int {
 ///     epoch  3/10  loss 0.3412  train 87.61%  test 86.90%  4.21 s  14252 img/s
 ///
 /// where the seconds and images/s cover the training pass alone (the test
-/// evaluation is timed separately and shown with --verbose). At the end:
+/// evaluation is timed separately and shown with --verbose). With
+/// --val-fraction, the held-out validation set (DataSplit::val) is evaluated
+/// every epoch with Engine::evaluate() as the test set is, before it, and the
+/// line shows it between train and test:
+///
+///     epoch  3/10  loss 0.3412  train 87.61%  val loss 0.3712  val 86.10%  test 86.90%  4.21 s  14252 img/s
+///
+/// (--json: val_loss, val_accuracy and val_eval_seconds in each epoch). At the end:
 /// the final test accuracy, the per-class table, the confusion matrix, the
 /// --profile table (per-layer forward and backward ms per batch of the last
 /// epoch), the --save model file and the --json file (written atomically).

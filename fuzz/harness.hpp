@@ -20,6 +20,7 @@
 #include "common/arch.hpp"
 #include "common/checkpoint.hpp"
 #include "common/data.hpp"
+#include "common/data_transform.hpp"
 #include "common/model_file.hpp"
 #include "common/trainer.hpp"
 
@@ -77,6 +78,32 @@ inline void run_csv(const std::uint8_t* data, std::size_t size) {
     check_dataset(parse_csv(text, "fuzz/test.csv", &lo, &hi));
   } catch (const DataError&) {
   }
+}
+
+/// A picture file (PNG or JPEG, by content) through decode_image(), the
+/// decoder --dataset folder uses, then the loader's next step: the bilinear
+/// resize to another size. The limits are smaller than the loader's (1024 a
+/// side, 256 Ki pixels) so that an input claiming a large picture decodes in
+/// milliseconds under the sanitizers; the check of the limits is the same code.
+inline void run_image(const std::uint8_t* data, std::size_t size) {
+  const ImageLimits limits{1024, 256L * 1024};
+  Image image;
+  try {
+    image = decode_image(std::vector<unsigned char>(data, data + size), "fuzz/picture.png", limits);
+  } catch (const DataError&) {
+    return;
+  }
+  require(image.channels == 1 || image.channels == 3, "a picture of " + std::to_string(image.channels) + " channels");
+  require(image.height >= 1 && image.width >= 1 && image.height <= limits.max_side && image.width <= limits.max_side &&
+              static_cast<long>(image.height) * image.width <= limits.max_pixels,
+          "a picture of " + std::to_string(image.width) + "x" + std::to_string(image.height) + " past the limits");
+  const long plane = static_cast<long>(image.height) * image.width;
+  require(image.values.size() == static_cast<std::size_t>(plane * image.channels), "values of another count");
+  for (float v : image.values) require(v >= 0.0f && v <= 1.0f, "a value outside [0, 1]");
+  std::vector<float> out(static_cast<std::size_t>(image.channels) * 7 * 5);
+  for (int c = 0; c < image.channels; ++c)
+    resize_bilinear(image.values.data() + c * plane, image.height, image.width, out.data() + c * 35, 7, 5);
+  for (float v : out) require(v >= 0.0f && v <= 1.0f, "a resized value outside [0, 1]");
 }
 
 /// A model file. What it accepts must encode back to the very same bytes.
@@ -162,7 +189,7 @@ inline const std::vector<Target>& targets() {
   static const std::vector<Target> all = {{"idx", run_idx},           {"idx_gzip", run_idx},
                                           {"cifar10", run_cifar10},   {"csv", run_csv},
                                           {"model_file", run_model_file}, {"checkpoint", run_checkpoint},
-                                          {"arch", run_arch}};
+                                          {"arch", run_arch},         {"image", run_image}};
   return all;
 }
 

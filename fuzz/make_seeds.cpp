@@ -1,7 +1,8 @@
 /// @file make_seeds.cpp
 /// @brief Writes the seed corpus of every fuzz target: small valid files of
 /// each format, made with the course's own writers where it has them
-/// (encode_model, encode_checkpoint), so the seeds follow the format as it is.
+/// (encode_model, encode_checkpoint), so the seeds follow the format as it is;
+/// the picture seeds are written by stb_image_write (libstb-dev).
 ///
 ///     make_seeds OUT_DIR      -> OUT_DIR/<target>/seed_<n>
 #include <zlib.h>
@@ -10,11 +11,16 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "common/checkpoint.hpp"
 #include "common/model_file.hpp"
+
+#define STB_IMAGE_WRITE_STATIC
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#include <stb/stb_image_write.h>
 
 namespace fs = std::filesystem;
 using Bytes = std::vector<unsigned char>;
@@ -75,6 +81,23 @@ Bytes cifar(int records) {
 }
 
 Bytes text(const std::string& s) { return Bytes(s.begin(), s.end()); }
+
+// A w x h picture of `comp` channels (1 gray, 2 gray + alpha, 3 RGB, 4 RGBA), as PNG or JPEG bytes.
+Bytes picture(int w, int h, int comp, bool jpeg, int quality = 90) {
+  std::vector<unsigned char> pixels;
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int c = 0; c < comp; ++c) pixels.push_back(static_cast<unsigned char>(x * 16 + y * 8 + c * 60));
+  Bytes out;
+  auto append = [](void* context, void* data, int size) {
+    auto* b = static_cast<Bytes*>(context);
+    b->insert(b->end(), static_cast<unsigned char*>(data), static_cast<unsigned char*>(data) + size);
+  };
+  const int ok = jpeg ? stbi_write_jpg_to_func(append, &out, w, h, comp, pixels.data(), quality)
+                      : stbi_write_png_to_func(append, &out, w, h, comp, pixels.data(), w * comp);
+  if (!ok) throw std::runtime_error("stb_image_write failed");
+  return out;
+}
 
 course::ModelFile mlp() {
   course::ModelFile m;
@@ -171,5 +194,12 @@ int main(int argc, char** argv) {
                            "conv8k5,relu,pool2,fc10", "conv4k3p1s2,leaky,pool3s2p1,flatten,fc16,sigmoid,fc10",
                            "FC10", "fc10, tanh ,softplus", "784,256:tanh,128,10", "4,8:sigmoid,3", "3072,10"})
     write(out, "arch", ++n, spec);
+
+  n = 0;
+  for (int comp : {1, 2, 3, 4}) write(out, "image", ++n, picture(5, 3, comp, false));
+  write(out, "image", ++n, picture(1, 1, 1, false));
+  write(out, "image", ++n, picture(8, 8, 3, true));
+  write(out, "image", ++n, picture(17, 9, 1, true, 50));  // chroma subsampled, a partial block
+  write(out, "image", ++n, picture(16, 16, 3, true, 100));
   return 0;
 }

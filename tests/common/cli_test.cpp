@@ -121,8 +121,11 @@ TEST(Cli, HelpExitsZeroAndListsTheFlags) {
   EXPECT_EQ(p.err, "");
   for (const char* flag : {"--model", "--arch", "--layers", "--activation", "--loss", "--dataset", "--data-dir",
                            "--epochs", "--batch", "--lr", "--momentum", "--seed", "--save", "--load", "--evaluate",
-                           "--limit", "--profile", "--json", "--verbose", "--no-progress"})
+                           "--limit", "--profile", "--json", "--verbose", "--no-progress", "--resize", "--channels",
+                           "--val-fraction"})
     EXPECT_CONTAINS(p.out, flag);
+  EXPECT_CONTAINS(p.out, "align_corners=False");
+  EXPECT_CONTAINS(p.out, "after --limit");
   EXPECT_CONTAINS(p.out, "01_fc_softmax");
   EXPECT_CONTAINS(p.out, "Examples:");
   EXPECT_CONTAINS(p.out, "s01_train -m cnn");
@@ -164,6 +167,31 @@ TEST(Cli, BadNumbers) {
   expect_usage_error({"--limit", "-1"}, "--limit");
   const Parsed p = parse({"--epochs", "0"});
   EXPECT_CONTAINS(p.err, "--epochs: must be at least 1, not 0");
+}
+
+// --resize, --channels and --val-fraction: what they read, and every bad value
+// a usage error that names the flag.
+TEST(Cli, ResizeChannelsAndValidation) {
+  Parsed p = parse({"--resize", "40", "--channels", "3", "--val-fraction", "0.1"});
+  ASSERT_FALSE(p.code.has_value()) << p.err;
+  EXPECT_EQ(p.options.resize, "40");
+  EXPECT_EQ(p.options.channels, 3);
+  EXPECT_DOUBLE_EQ(p.options.val_fraction, 0.1);
+  p = parse({"--resize", "32x48", "--channels", "1", "--val-fraction", "0"});
+  ASSERT_FALSE(p.code.has_value()) << p.err;
+  EXPECT_EQ(p.options.resize, "32x48");
+  const Parsed defaults = parse({});
+  EXPECT_EQ(defaults.options.resize, "");
+  EXPECT_EQ(defaults.options.channels, 0) << "0: as the data set";
+  EXPECT_DOUBLE_EQ(defaults.options.val_fraction, 0.0);
+
+  for (const char* bad : {"0", "-3", "4097", "abc", "3x", "0x5", "2x-2", "1.5", "99999999999"})
+    expect_usage_error({"--resize", bad}, "--resize");
+  EXPECT_CONTAINS(parse({"--resize", "0"}).err, "--resize: expected N or HxW (height x width), each from 1 to 4096, not '0'");
+  for (const char* bad : {"0", "-1", "65", "1.5", "three", "100000000000"}) expect_usage_error({"--channels", bad}, "--channels");
+  EXPECT_CONTAINS(parse({"--channels", "0"}).err, "--channels: must be from 1 to 64, not 0");
+  for (const char* bad : {"1", "-0.1", "1.5", "half", "nan"}) expect_usage_error({"--val-fraction", bad}, "--val-fraction");
+  EXPECT_CONTAINS(parse({"--val-fraction", "1"}).err, "--val-fraction: must be in [0, 1), not 1");
 }
 
 // --epochs 0 saves the initial weights: it needs --save, and without it is the
@@ -218,7 +246,7 @@ TEST(Cli, OptionsAsJson) {
   EXPECT_EQ(j["epochs"], 4);
   for (const char* key : {"model", "arch", "layers", "activation", "loss", "dataset", "data_dir", "epochs", "batch",
                           "lr", "momentum", "seed", "threads", "save", "load", "evaluate", "limit", "profile",
-                          "json", "verbose", "progress"})
+                          "json", "verbose", "progress", "resize", "channels", "val_fraction"})
     EXPECT_TRUE(j.contains(key)) << key;
 }
 

@@ -535,7 +535,7 @@ TEST(DataSynthetic, LearnableByASmallModel) {
 
 TEST(DataLoad, DatasetNames) {
   EXPECT_EQ(course::dataset_names(),
-            (std::vector<std::string>{"fashion-mnist", "mnist", "cifar10", "csv", "synthetic"}));
+            (std::vector<std::string>{"fashion-mnist", "mnist", "cifar10", "csv", "folder", "synthetic"}));
 }
 
 TEST(DataLoad, UnknownDatasetIsInvalidArgument) {
@@ -543,7 +543,7 @@ TEST(DataLoad, UnknownDatasetIsInvalidArgument) {
   o.dataset = "imagenet";
   const std::string msg = error_of<std::invalid_argument>([&] { course::load_data(o); });
   EXPECT_THAT(msg, HasSubstr("imagenet"));
-  EXPECT_THAT(msg, HasSubstr("fashion-mnist, mnist, cifar10, csv, synthetic"));
+  EXPECT_THAT(msg, HasSubstr("fashion-mnist, mnist, cifar10, csv, folder, synthetic"));
 }
 
 TEST(DataLoad, MissingDataDirIsAnError) {

@@ -55,7 +55,8 @@ TEST(FuzzRegressions, EveryTargetHasAFolderName) {
   // The script tools/test.d/30-fuzz runs the targets by these names.
   std::vector<std::string> names;
   for (const fuzz::Target& t : fuzz::targets()) names.push_back(t.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"idx", "idx_gzip", "cifar10", "csv", "model_file", "checkpoint", "arch"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"idx", "idx_gzip", "cifar10", "csv", "model_file", "checkpoint", "arch",
+                                             "image"}));
 }
 
 // What each fix does, stated once more in words.
@@ -85,6 +86,41 @@ TEST(FuzzRegressions, CsvNumberBeyondFloatIsRefused) {
   EXPECT_NE(e.find("fuzz.csv: line 2, column 2: '-555"), std::string::npos) << e;
   EXPECT_NE(e.find("is outside the range of a float"), std::string::npos) << e;
   EXPECT_NO_THROW(parse_csv("3.0e38,0\n-3.0e38,1\n", "ok.csv", nullptr, nullptr));
+}
+
+// Pictures --dataset folder must refuse, each with the reason in words. Some
+// of them stb_image alone gets wrong: a JPEG Huffman table of more than 256
+// codes makes stb_image 2.27 (Debian 12) write past its tables (found by the
+// image fuzz target on its first run), a PNG cut inside its last CRC loads,
+// and a 20000x20000 header would be decoded (or fail for memory) rather than
+// refused before anything is allocated.
+TEST(FuzzRegressions, ImagesAreRefusedWithTheirReason) {
+  if (!image_decoding_available()) GTEST_SKIP() << "built without stb_image (apt-get install libstb-dev)";
+  const fs::path dir = kRegressions / "image";
+  auto refusal = [&](const std::string& name) {
+    const std::string b = read_bytes(dir / name);
+    return error_of([&] { decode_image(std::vector<unsigned char>(b.begin(), b.end()), name); });
+  };
+  EXPECT_NE(refusal("png-header-claims-20000x20000")
+                .find("png-header-claims-20000x20000: a picture of 20000x20000 pixels (width x height) is larger than"),
+            std::string::npos);
+  EXPECT_NE(refusal("png-cut-inside-the-crc-of-iend").find("this PNG file is truncated: its IEND chunk at byte"),
+            std::string::npos)
+      << refusal("png-cut-inside-the-crc-of-iend");
+  EXPECT_NE(refusal("png-idat-byte-flipped").find("this PNG file is corrupt: its IDAT chunk at byte 33 fails its CRC"),
+            std::string::npos)
+      << refusal("png-idat-byte-flipped");
+  EXPECT_NE(refusal("jpeg-huffman-table-of-300-codes").find("this JPEG file is corrupt: a Huffman table at byte "),
+            std::string::npos)
+      << refusal("jpeg-huffman-table-of-300-codes");
+  EXPECT_NE(refusal("jpeg-huffman-table-of-300-codes").find(" defines 300 codes (at most 256)"), std::string::npos);
+  // The input the fuzzer found: its table segment also runs past the end of the file.
+  EXPECT_NE(refusal("jpeg-huffman-table-of-more-than-256-codes-cut-short").find("this JPEG file is truncated"),
+            std::string::npos)
+      << refusal("jpeg-huffman-table-of-more-than-256-codes-cut-short");
+  EXPECT_NE(refusal("jpeg-cut-inside-its-scan").find("this JPEG file is truncated: its image data is not followed"),
+            std::string::npos)
+      << refusal("jpeg-cut-inside-its-scan");
 }
 
 }  // namespace

@@ -143,5 +143,28 @@ TEST(Stage01TrainerBinary, HugeLearningRateStopsWithTheDivergenceMessage) {
   EXPECT_CONTAINS(f.err, "the run diverged; try a smaller --lr, e.g. 100000 (now 1e+06)");
 }
 
+// The thesis's input shape on the real engine: --resize and --channels make
+// 3x14x14 examples of the 1x28x28 set (an MLP of 588 inputs), and
+// --val-fraction adds the held-out set to every epoch line and to the JSON.
+TEST(Stage01TrainerBinary, ResizedThreeChannelInputsAndAValidationSet) {
+  REQUIRE_TRAINER();
+  const fs::path dir = fresh_dir();
+  const std::string json = (dir / "run.json").string();
+  const Finished f = run_trainer_binary(
+      dir, "reshaped",
+      {"--dataset", "synthetic", "--limit", "600", "--batch", "32", "--layers", "588,32,10", "--epochs", "2",
+       "--resize", "14", "--channels", "3", "--val-fraction", "0.1", "--json", json, "--no-progress"});
+  ASSERT_EQ(f.code, 0) << f.out << f.err;
+  EXPECT_CONTAINS(f.out, "resized 28x28 -> 14x14 (bilinear), 1 -> 3 channels; 60 of the 600 training examples held out");
+  EXPECT_CONTAINS(f.out, "540 train, 60 val, 2000 test, 3x14x14");
+  EXPECT_CONTAINS(f.out, "  val loss ");
+  const nlohmann::json j = nlohmann::json::parse(slurp(json));
+  ASSERT_EQ(j["epochs"].size(), 2u);
+  const double val = j["epochs"][1]["val_accuracy"].get<double>();
+  EXPECT_GT(val, 0.5) << "the synthetic set is easy: the held-out examples are learnt too";
+  EXPECT_LE(val, 1.0);
+  EXPECT_GT(j["epochs"][1]["val_loss"].get<double>(), 0.0);
+}
+
 }  // namespace
 }  // namespace course

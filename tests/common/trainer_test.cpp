@@ -259,6 +259,58 @@ TEST(Trainer, JsonHoldsTheStagesOwnResults) {
   EXPECT_EQ(read_json(evaluated)["stage_results"]["epochs_seen"], 0);
 }
 
+// --val-fraction: the held-out set is evaluated every epoch with the engine's
+// evaluate(), shown between train and test, and kept in the JSON.
+TEST(Trainer, ValidationSetEveryEpoch) {
+  const fs::path dir = fresh_dir();
+  const fs::path json_path = dir / "run.json";
+  Record rec;
+  const RunResult r = run(quick({"--val-fraction", "0.1", "--json", json_path.string()}), fake_factory(&rec));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(rec.evaluations, 4) << "the validation and the test set, each epoch";
+  EXPECT_CONTAINS(r.out, "20 of the 200 training examples held out for validation (--val-fraction 0.1, --seed 42)");
+  EXPECT_CONTAINS(r.out, "synthetic 180 train, 20 val, 2000 test, 1x28x28");
+  const std::regex line(R"(epoch 2/2  loss 0\.5000  train 80\.00%  val loss 0\.5000  val 100\.00%  test 100\.00%  [0-9.]+ s)");
+  EXPECT_TRUE(std::regex_search(r.out, line)) << r.out;
+  const nlohmann::json j = read_json(json_path);
+  EXPECT_EQ(j["data"]["train_examples"], 180);
+  EXPECT_EQ(j["data"]["val_examples"], 20);
+  EXPECT_DOUBLE_EQ(j["options"]["val_fraction"].get<double>(), 0.1);
+  for (const auto& e : j["epochs"]) {
+    EXPECT_DOUBLE_EQ(e["val_accuracy"].get<double>(), 1.0);
+    EXPECT_DOUBLE_EQ(e["val_loss"].get<double>(), 0.5);
+    EXPECT_TRUE(e.contains("val_eval_seconds"));
+  }
+
+  const RunResult plain = run(quick(), fake_factory(&rec));
+  EXPECT_EQ(plain.out.find("val"), std::string::npos) << "no validation set, no word of one";
+  const RunResult verbose = run(quick({"--val-fraction", "0.5", "--verbose"}), fake_factory(&rec));
+  EXPECT_CONTAINS(verbose.out, "data: val   100 examples held out of the training set");
+  EXPECT_CONTAINS(verbose.out, ", val eval ");
+
+  const RunResult none_left = run(quick({"--val-fraction", "0.999"}), fake_factory(&rec));
+  EXPECT_EQ(none_left.code, 2) << "a usage error";
+  EXPECT_CONTAINS(none_left.err, "--val-fraction 0.999 holds out 200 of the 200 training examples");
+}
+
+// --resize and --channels reach the engine as its input shape, and the data line says what was done.
+TEST(Trainer, ResizeAndChannelsSetTheInputShape) {
+  Record rec;
+  const RunResult r = run(quick({"--resize", "14x20", "--channels", "3", "--model", "cnn"}), fake_factory(&rec));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(rec.config.input, (Shape3{3, 14, 20}));
+  EXPECT_CONTAINS(r.out, "training on the first 200 examples (--limit); resized 28x28 -> 14x20 (bilinear), 1 -> 3 channels");
+  EXPECT_CONTAINS(r.out, "2000 test, 3x14x20 |");
+  const RunResult bad = run(quick({"--channels", "2", "--resize", "8"}), fake_factory(&rec));
+  EXPECT_EQ(bad.code, 0) << "1 -> 2 repeats the plane: allowed";
+  const fs::path dir = fresh_dir();
+  for (const char* name : {"train.csv", "test.csv"}) std::ofstream(dir / name) << "1,2,0\n3,4,1\n";
+  const RunResult csv = run({"--dataset", "csv", "--data-dir", dir.string(), "--resize", "8", "--no-progress"},
+                            fake_factory(&rec));
+  EXPECT_EQ(csv.code, 2) << csv.out << csv.err;
+  EXPECT_CONTAINS(csv.err, "error: --resize: the csv data set's examples are feature vectors (2x1x1), not pictures");
+}
+
 TEST(Trainer, ProfilePrintsPerLayerTimesPerBatch) {
   Record rec;
   const RunResult r = run(quick({"--profile", "--batch", "50"}), fake_factory(&rec));
