@@ -155,7 +155,7 @@ bool image_decoding_available();
 /// says to install libstb-dev.
 Image decode_image(const std::vector<unsigned char>& bytes, const std::string& path, const ImageLimits& limits = {});
 
-/// Reads an image folder: `dir`/train/<class>/<picture> and `dir`/test/<class>/<picture>.
+/// Reads an image folder: `dir/train/<class>/<picture>` and `dir/test/<class>/<picture>`.
 ///
 /// - Classes are the subfolders of dir/train, sorted by name (byte order);
 ///   label k is the k-th. Every one of them must be a folder of dir/test too
