@@ -63,6 +63,8 @@ struct DataOptions {
   ImageSize resize;                       ///< --resize: every example resized to it (empty = keep)
   int channels = 0;                       ///< --channels: every example converted to it (0 = keep)
   double val_fraction = 0;                ///< --val-fraction: share of the training set held out
+  std::string transform_why;              ///< why `resize` and `channels` were set, appended to what they did in
+                                          ///< the note (" for m0's input ..."); empty: the user's own flags
 };
 
 /// The data set names load_data() accepts.
