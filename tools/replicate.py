@@ -9,6 +9,8 @@ writes the tables of docs/replication.md (COURSE.md section 10).
     python3 tools/replicate.py --save-figures vm       also copy the figures to docs/figures/replication_vm_*
                                                        and rewrite docs/replication.md's tables
     python3 tools/replicate.py --tables [--check]      rewrite (check) docs/replication.md from docs/figures
+    python3 tools/replicate.py --replot                redraw docs/figures/replication_*.svg from their JSON, then
+                                                       the tables (after a change to the charts' code)
 
 The experiments (the thesis's models m0 .. m4 train with its batch, 32, its images per epoch and its learning
 rates, on Fashion-MNIST resized to the model's input: the timings depend on the shapes, not the pictures):
@@ -88,6 +90,8 @@ def parse_args(argv=None):
                          "h100) and rewrite docs/replication.md's tables")
     ap.add_argument("--tables", action="store_true", help="only rewrite docs/replication.md's tables from docs/figures")
     ap.add_argument("--check", action="store_true", help="with --tables: exit 1 when they differ from their JSON")
+    ap.add_argument("--replot", action="store_true",
+                    help="only redraw the charts of docs/figures/replication_*.json, then rewrite the tables")
     args = ap.parse_args(argv)
     try:
         args.only_list = [w.strip().lower() for w in args.only.split(",") if w.strip()] or list(EXPERIMENTS)
@@ -191,10 +195,27 @@ def run_experiment(exp, args, ctx, stages, cores, done):
     raise ValueError(exp)
 
 
+def replot():
+    """Redraws every docs/figures/replication_MACHINE_E.svg from its JSON (removing one its experiment no
+    longer draws), then rewrites docs/replication.md's tables."""
+    for path in sorted(doc.FIGURES.glob("replication_*_e[0-9].json")):
+        exp = path.stem.rsplit("_", 1)[1]
+        picture = charts.chart(exp, json.loads(path.read_text()))
+        target = path.with_suffix(".svg")
+        if picture:
+            target.write_text(picture)
+            print(f"drew {shown_path(target)}")
+        elif target.exists():
+            target.unlink()
+    return doc.write()
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.tables:
         return doc.write(check=args.check)
+    if args.replot:
+        return replot()
     command = machine.command_line(ROOT, [sys.argv[0]] + (list(argv) if argv is not None else sys.argv[1:]))
     found = course_gpu.machine_gpu()
     cores = machine.usable_cores()
