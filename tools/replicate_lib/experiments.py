@@ -299,9 +299,9 @@ def tabular_shape(data_dir):
     return features, top + 1
 
 
-def e6_practice(ctx, stages, epochs=3, batch=32, lr=0.05):
+def e6_practice(ctx, stages, epochs=3, batch=32, lr=0.05, script=None):
     data_dir = ctx.out_dir / "tabular"
-    script = ctx.root / "tools" / "make_tabular.py"
+    script = Path(script) if script else ctx.root / "tools" / "make_tabular.py"
     payload = {"rows": [], "data_dir": str(data_dir), "flags": PRACTICE_FLAGS, "epochs": epochs, "batch": batch,
                "lr": lr}
     if not script.is_file():

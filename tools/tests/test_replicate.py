@@ -292,6 +292,172 @@ class TheDoc(unittest.TestCase):
         self.assertEqual(doc.write(check=True), 0, "python3 tools/replicate.py --tables rewrites docs/replication.md")
 
 
+FAKE_TRAINER = r"""#!/usr/bin/env python3
+# A stand-in for a GPU stage's trainer (the tests' machine has no GPU): writes what a trainer's --json holds,
+# with seconds that grow with the model's work, stage 05 ahead on the small models and cuDNN on the large.
+import json, sys
+a = sys.argv[1:]
+opt = lambda name, default=None: a[a.index(name) + 1] if name in a else default
+stage = sys.argv[0].rsplit("/", 1)[1][1:3]
+model, images, epochs = opt("--model"), int(opt("--limit", "0")) or 60000, int(opt("--epochs", "1"))
+work = {"m0": 1.0, "m1": 1.6, "m2": 2.0, "m3": 7.0, "m4": 33.0}.get(model, 1.0)
+graph = opt("--graph", "on") == "on" and stage in ("06", "08")
+seconds = {"05": 0.010 + 0.004 * work, "06": (0.004 if graph else 0.014) + 0.002 * work, "08": 0.003 + 0.001 * work,
+           "04": 0.002, "01": 0.05}[stage]
+out = {"stage": {"id": stage}, "device": "FAKE GPU (sm_90)", "threads": 1, "status": "ok",
+       "data": {"dataset": "fashion-mnist", "note": "fashion-mnist: 60000 train, 10000 test images; training on the "
+                "first %d examples (--limit)" % images, "synthetic_fallback": False, "train_examples": images},
+       "epochs": [{"epoch": i + 1, "seconds": seconds * (3 if i == 0 else 1), "images_per_second": images / seconds,
+                   "test_accuracy": 0.5} for i in range(epochs)]}
+if "--profile" in a:
+    out["profile"] = {"batch": 32, "layers": [
+        {"layer": "%s%d (x)" % (kind, i), "forward_ms_per_batch": 0.01 * i * (2 if stage == "05" else 1),
+         "backward_ms_per_batch": 0.03 * i * (2 if stage == "05" else 1)} for kind in ("conv", "pool", "relu")
+        for i in (1, 2, 3)]}
+json.dump(out, open(opt("--json"), "w"))
+print("epoch 1/%d" % epochs)
+"""
+
+FAKE_POOL = r"""#!/usr/bin/env python3
+# A stand-in for s05_pool_study on a GPU: every way of pooling, with made-up seconds.
+import json, sys
+a = sys.argv[1:]
+opt = lambda name, default=None: a[a.index(name) + 1] if name in a else default
+sizes = [int(s) for s in opt("--sizes").split(",")]
+threads = [int(s) for s in opt("--threads", "1,2").split(",")]
+rows, settings = [], []
+for s in opt("--settings").split(","):
+    k, rest = s[1:].split("s"); st, p = rest.split("p")
+    ok = int(p) < int(k)
+    settings.append({"setting": s, "K": int(k), "S": int(st), "P": int(p), "status": "ok" if ok else "refused",
+                     "reason": "" if ok else "the padding must be smaller than the window"})
+    if not ok:
+        continue
+    for n in sizes:
+        w = (n // int(st)) ** 2
+        ways = [("serial", 1, 1e-9 * n * n)] + [("openmp", t, 1e-6 + 1e-9 * n * n / t) for t in threads] +                [("gpu_kernel", 1, 3e-6 + 1e-12 * n * n), ("gpu_with_transfers", 1, 2e-5 + 1e-9 * n * n / 4)]
+        for m, t, sec in ways:
+            rows.append({"setting": s, "N": n, "method": m, "threads": t, "status": "ok", "seconds": sec,
+                         "matches_stage02": True})
+        if w <= int(opt("--per-window-max", "70000")):
+            rows.append({"setting": s, "N": n, "method": "gpu_per_window", "threads": 1, "status": "ok",
+                         "seconds": 1.5e-5 * w, "matches_stage02": True})
+        else:
+            rows.append({"setting": s, "N": n, "method": "gpu_per_window", "threads": 1, "status": "not timed",
+                         "reason": "above --per-window-max"})
+json.dump({"program": "s05_pool_study", "cores": 2, "threads": threads, "sizes": sizes,
+           "gpu": {"status": "ok", "reason": "", "device": "FAKE GPU (sm_90)", "context_seconds": 0.25},
+           "settings": settings, "rows": rows}, open(opt("--json"), "w"))
+"""
+
+
+class GpuPathsWithStandIns(unittest.TestCase):
+    """The GPU experiments' code paths (E2's GPU rows, E3's crossover, E4's layers, E5's GPU ways, E6) on
+    stand-in programs that write what the real ones write: the tests' machine has no GPU."""
+
+    def test_the_gpu_experiments(self):
+        with tempfile.TemporaryDirectory() as d:
+            bins = Path(d) / "build" / "bin"
+            bins.mkdir(parents=True)
+            for name in ("s01_train_solution", "s04_train_solution", "s05_train_solution", "s06_train_solution",
+                         "s08_train_solution"):
+                (bins / name).write_text(FAKE_TRAINER)
+            (bins / "s05_pool_study").write_text(FAKE_POOL)
+            for f in bins.iterdir():
+                f.chmod(0o755)
+            out = Path(d) / "out"
+            proc = subprocess.run(
+                [sys.executable, str(ROOT / "tools" / "replicate.py"), "--build-dir", str(bins.parent), "--out",
+                 str(out), "--only", "e2,e3,e4,e5", "--models", "m0,m2", "--pool-sizes", "4,64,1024",
+                 "--pool-threads", "1,2"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                env=dict(os.environ, COURSE_ASSUME_GPU="1"))
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+            e2 = json.loads((out / "e2.json").read_text())
+            by = {(r["model"], r["stage"]): r for r in e2["rows"]}
+            self.assertEqual(by[("m0", "05_im2col_gemm")]["status"], "ok")
+            self.assertAlmostEqual(by[("m0", "05_im2col_gemm")]["seconds"], 0.014)   # epochs 2-3, not the first
+            self.assertEqual(by[("m0", "05_im2col_gemm")]["seconds_taken_as"], "median of epochs 2-3")
+            self.assertEqual(by[("m2", "02_conv_pool")]["status"], "skipped")         # not built in the stand-in
+            e3 = json.loads((out / "e3.json").read_text())
+            self.assertEqual(len(e3["rows"]), 15)
+            self.assertEqual(e3["crossover"]["graph off"]["verdict"], "between m2 and m3")
+            self.assertEqual(e3["crossover"]["graph on"]["verdict"], "none: cuDNN ahead on every model")
+            e4 = json.loads((out / "e4.json").read_text())
+            conv1 = next(r for r in e4["table"] if r["layer"] == "conv backward 0")
+            self.assertAlmostEqual(conv1["stage05_ms"], 0.06)
+            self.assertAlmostEqual(conv1["stage06_ms"], 0.03)
+            e5 = json.loads((out / "e5.json").read_text())
+            self.assertEqual(e5["gpu"]["status"], "ok")
+            self.assertIn("--per-window-max", e5["program_command"])
+            gpu = e5["analysis"]["k2s2p0"]["beats_serial"]
+            self.assertEqual(gpu["gpu_kernel"]["from_size"], 64)
+            self.assertTrue(gpu["gpu_per_window"]["never"])
+            for exp in ("e2", "e3", "e4", "e5"):
+                ET.fromstring((out / f"{exp}.svg").read_bytes())
+                lines = tables.experiment_lines(exp, json.loads((out / f"{exp}.json").read_text()))
+                markdown_tables_are_whole(lines, self)
+            e5_text = "\n".join(tables.e5(e5))
+            self.assertIn("GPU kernel + copies", e5_text)
+            self.assertIn("the first CUDA call of the program (creating its context) took 0.25 s", e5_text)
+            self.assertIn("05 / 06 (graph) ", doc.headline("e3", json.loads((out / "e3.json").read_text())))
+            self.assertEqual(doc.headline("e4", e4), "cuDNN faster on 12 of 12 layers")
+
+
+FAKE_TABULAR = r"""#!/usr/bin/env python3
+import sys
+from pathlib import Path
+out = Path(sys.argv[sys.argv.index("--out") + 1])
+out.mkdir(parents=True, exist_ok=True)
+(out / "train.csv").write_text("".join(f"{i % 7 / 7},{i % 5 / 5},{i % 3 / 3},{i % 2 / 2},{i % 3}\n" for i in range(90)))
+(out / "test.csv").write_text("".join(f"{i % 5 / 5},{i % 7 / 7},{i % 2 / 2},{i % 3 / 3},{i % 3}\n" for i in range(30)))
+"""
+
+REFUSING_TRAINER = """#!/bin/sh
+echo "error: The following arguments were not expected: sigmoid --output" >&2
+echo "Run with --help for the options." >&2
+exit 2
+"""
+
+
+class ThePracticesNetwork(unittest.TestCase):
+    """E6 on stand-ins: the tabular set's shape makes --layers, MAE is read, a trainer without the practice's
+    flags is a skip with its words."""
+
+    def run_e6(self, trainer, gpu=True):
+        d = Path(self.enterContext(tempfile.TemporaryDirectory()))
+        bins = d / "build" / "bin"
+        bins.mkdir(parents=True)
+        for name in ("s01_train_solution", "s04_train_solution"):
+            (bins / name).write_text(trainer)
+            (bins / name).chmod(0o755)
+        script = d / "make_tabular.py"
+        script.write_text(FAKE_TABULAR)
+        ctx = experiments.Context(root=ROOT, build_dir=bins.parent, out_dir=d / "out", gpu_usable=gpu,
+                                  gpu_reason="" if gpu else "no usable GPU", progress=lambda *_: None)
+        return experiments.e6_practice(ctx, experiments.stage_table(ROOT), script=script)
+
+    def test_both_stages_train_the_practices_network(self):
+        fake = FAKE_TRAINER.replace('"test_accuracy": 0.5}', '"test_accuracy": 0.5, "test_mae": 0.125}')
+        e6 = self.run_e6(fake)
+        self.assertEqual(e6["status"], "ok", e6)
+        self.assertEqual(e6["layers"], "4,16,8,3")
+        self.assertAlmostEqual(e6["speedup"], 0.05 / 0.002)
+        self.assertEqual([r["mae"] for r in e6["rows"]], [0.125, 0.125])
+        self.assertIn("--output", e6["rows"][0]["command"])
+        self.assertEqual(e6["rows"][0]["command"][e6["rows"][0]["command"].index("--dataset") + 1], "csv")
+        text = "\n".join(tables.e6(payload("e6", **e6)))
+        self.assertIn("Stage 04 over stage 01: 25.00x.", text)
+        markdown_tables_are_whole(text.splitlines(), self)
+
+    def test_a_trainer_without_the_flags_is_skipped_with_its_words(self):
+        e6 = self.run_e6(REFUSING_TRAINER, gpu=False)
+        self.assertEqual(e6["status"], "skipped")
+        self.assertEqual(e6["rows"][0]["reason"], "this trainer does not take the practice's flags yet (The following "
+                                                  "arguments were not expected: sigmoid --output)")
+        self.assertEqual(e6["rows"][1]["reason"], "no usable GPU")
+        self.assertIn("Not run:", "\n".join(tables.experiment_lines("e6", payload("e6", **e6))))
+
+
 def built_dir():
     """The build folder of the tiny real run (COMPARE_BUILD_DIR, else build/ci or build/default), or None."""
     candidates = [os.environ.get("COMPARE_BUILD_DIR")] if os.environ.get("COMPARE_BUILD_DIR") else \
