@@ -759,12 +759,6 @@ std::string resolve_arch_spec(const TrainerOptions& o, Shape3 input, int classes
   return arch.spec();
 }
 
-std::optional<Shape3> implied_model_input(const TrainerOptions& o) {
-  if (!o.arch.empty() || !o.layers.empty() || !o.resize.empty() || o.channels != 0 || o.dataset == "csv")
-    return std::nullopt;
-  return named_model_input(o.model);
-}
-
 long count_parameters(const Arch& arch, Shape3 input, int classes) {
   const std::vector<Shape3> shapes = layer_shapes(arch, input, classes);
   long total = 0;
@@ -776,6 +770,12 @@ long count_parameters(const Arch& arch, Shape3 input, int classes) {
     in = shapes[i];
   }
   return total;
+}
+
+std::optional<Shape3> implied_model_input(const TrainerOptions& o) {
+  if (!o.arch.empty() || !o.layers.empty() || !o.resize.empty() || o.channels != 0 || o.dataset == "csv")
+    return std::nullopt;
+  return named_model_input(o.model);
 }
 
 double scheduled_learning_rate(double lr, const std::string& schedule, int epoch, int epochs) {
