@@ -442,6 +442,7 @@ class ThePracticesNetwork(unittest.TestCase):
         self.assertEqual(e6["status"], "ok", e6)
         self.assertEqual(e6["layers"], "4,16,8,3")
         self.assertAlmostEqual(e6["speedup"], 0.05 / 0.002)
+        self.assertEqual(e6["rows"][0]["seconds_taken_as"], "median of epochs 2-5")
         self.assertEqual([r["mae"] for r in e6["rows"]], [0.125, 0.125])
         self.assertIn("--output", e6["rows"][0]["command"])
         self.assertEqual(e6["rows"][0]["command"][e6["rows"][0]["command"].index("--dataset") + 1], "csv")
