@@ -47,7 +47,9 @@ def fmt_ms(x):
 
 
 def fmt_x(x):
-    return "-" if x is None else (f"{x:.2f}x" if x < 100 else f"{x:,.0f}x")
+    if x is None:
+        return "-"
+    return f"{x:.2g}x" if x < 0.1 else (f"{x:.2f}x" if x < 100 else f"{x:,.0f}x")
 
 
 def md_table(heads, rows, right=None):
@@ -237,7 +239,8 @@ def e5(payload):
                         "plus a border of all-padding windows (lesson 02): timed as k2 s2 p0, above."]
             continue
         heads = ["N", "serial (stage 02)", "OpenMP (threads)"] + (
-            ["GPU kernel", "GPU kernel + copies", "GPU, a copy per window"] if on_gpu else [])
+            ["GPU kernel", "GPU kernel + copies", "serial / (GPU + copies)", "GPU, a copy per window"]
+            if on_gpu else [])
         study = name == "k2s2p0"
         if study:
             heads += ["the study: serial (Xeon)", "the study: GPU (T4, per window)"]
@@ -249,8 +252,10 @@ def e5(payload):
             best, t = pooling.best_openmp(payload, name, n)
             line = [f"{n:,}", fmt_s(serial), f"{fmt_s(best)} ({t})" if best else "-"]
             if on_gpu:
-                for method in ("gpu_kernel", "gpu_with_transfers", "gpu_per_window"):
-                    line.append(fmt_s(pooling.seconds(payload, name, method, n)))
+                copies = pooling.seconds(payload, name, "gpu_with_transfers", n)
+                line += [fmt_s(pooling.seconds(payload, name, "gpu_kernel", n)), fmt_s(copies),
+                         fmt_x(serial / copies if copies else None),
+                         fmt_s(pooling.seconds(payload, name, "gpu_per_window", n))]
             if study:
                 line += [study_s(studies.POOL_STUDY["serial"]["seconds"].get(n)),
                          study_s(studies.POOL_STUDY["gpu"]["seconds"].get(n))]

@@ -248,6 +248,8 @@ class Tables(unittest.TestCase):
         self.assertIn("5.18 s", e5)
         self.assertIn("396.7 s", e5)
         self.assertIn("N = 1,024", e5)
+        self.assertIn("0.0015x", e5)                                                        # 3e-8 s / 2e-5 s at N = 4
+        self.assertIn("1.25x", e5)                                                          # 1e-3 s / 8e-4 s at 1024
         self.assertIn("never", e5)
         self.assertIn("Not run: tools/make_tabular.py", "\n".join(tables.experiment_lines("e6", canned["e6"])))
         for exp, p in canned.items():
