@@ -261,9 +261,8 @@ def main(argv=None):
             stale = doc.figure_path(args.save_figures, exp, "svg")
             if not picture and stale.exists():
                 stale.unlink()
-    if args.save_figures:
-        print()
-        doc.write()
+            # After each experiment, so that a run stopped half way leaves the page matching what it saved.
+            doc.write()
     return 1 if failed else 0
 
 
