@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The studies' experiments (tools/replicate.py, docs/replication.md) on the GPU machine, in one bounded
 # call: build what they run (the trainers of stages 01 to 06 and 08, s03_pool_study and s05_pool_study),
-# run every experiment, and bring the figures back. About 3 minutes to build from nothing on an H100 host
-# with 16 cores and 3 to 4 minutes to run (E1's CPU runs are the longest part); --quick runs E1 on 1, 8 and
-# 16 threads, E3 on m0, m2 and m4 and E5 on six sizes.
+# run every experiment, and bring the figures back. Estimated before its first run (from the 2-core
+# machine's timings and the H100 host's earlier builds): 2 to 4 minutes to build from nothing on 16 cores
+# and 3 to 4 minutes to run, E1's 18 CPU runs (about 110 s) the longest part; DEADLINE (560 s) bounds the
+# whole. --quick runs E1 on 1, 8 and 16 threads, E3 on m0, m2 and m4 and E5 on six sizes (about a minute
+# less).
 #
 #   OUT=/some/folder tools/gpu/replicate.sh                 build, then every experiment
 #   OUT=/some/folder tools/gpu/replicate.sh all --quick     the same, shorter
