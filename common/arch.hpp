@@ -112,6 +112,7 @@ std::vector<std::string> named_models();
 
 /// The input a named model was defined on (m0: 3x32x32; m1 .. m4: 3x40x40), or
 /// nullopt for the models that take the data set's shape (mlp, cnn, cnn-deep).
+/// The trainer turns the data into it (course::implied_model_input).
 /// Throws std::invalid_argument on an unknown name.
 std::optional<Shape3> named_model_input(const std::string& name);
 

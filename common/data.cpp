@@ -653,7 +653,7 @@ DataSplit load_data(const DataOptions& options) {
   // After --limit: the transforms work example by example, so the result is
   // the same as before it, at a fraction of the cost (data_transform.hpp).
   const std::string transformed = transform_examples(split.train, split.test, options.resize, options.channels);
-  if (!transformed.empty()) split.note += "; " + transformed;
+  if (!transformed.empty()) split.note += "; " + transformed + options.transform_why;
   split.val = split_validation(split.train, options.val_fraction, options.seed);
   if (split.val.size() > 0) {
     char fraction[32];

@@ -63,6 +63,8 @@ struct DataOptions {
   ImageSize resize;                       ///< --resize: every example resized to it (empty = keep)
   int channels = 0;                       ///< --channels: every example converted to it (0 = keep)
   double val_fraction = 0;                ///< --val-fraction: share of the training set held out
+  std::string transform_why;              ///< why `resize` and `channels` were set, appended to what they did in
+                                          ///< the note (" for m0's input ..."); empty: the user's own flags
 };
 
 /// The data set names load_data() accepts.
@@ -155,7 +157,7 @@ bool image_decoding_available();
 /// says to install libstb-dev.
 Image decode_image(const std::vector<unsigned char>& bytes, const std::string& path, const ImageLimits& limits = {});
 
-/// Reads an image folder: `dir`/train/<class>/<picture> and `dir`/test/<class>/<picture>.
+/// Reads an image folder: `dir/train/<class>/<picture>` and `dir/test/<class>/<picture>`.
 ///
 /// - Classes are the subfolders of dir/train, sorted by name (byte order);
 ///   label k is the k-th. Every one of them must be a folder of dir/test too

@@ -5,7 +5,8 @@
 /// The thesis the course reproduces trains on 3x32x32 and 3x40x40 inputs, and
 /// no RGB data set ships offline: `--resize 40 --channels 3` turns
 /// Fashion-MNIST into 3x40x40 examples (each 28x28 gray picture resized, then
-/// repeated over three channels). The timings of a run depend on the shapes
+/// repeated over three channels), and `--model m1` does the same by itself
+/// (course::implied_model_input). The timings of a run depend on the shapes
 /// (the input, the model, the batch), not on what the pictures show, so such a
 /// run times the thesis's models faithfully; its accuracy is Fashion-MNIST's.
 ///

@@ -326,12 +326,22 @@ int train_or_evaluate(const TrainerOptions& given, const StageInfo& stage, const
   data_options.seed = o.seed;
   data_options.channels = o.channels;
   data_options.val_fraction = o.val_fraction;
+  // A named model defined on its own input (m0 .. m4) gets it, unless the command line names one.
+  const std::optional<Shape3> model_input = implied_model_input(o);
+  if (model_input) {
+    data_options.resize = ImageSize{model_input->h, model_input->w};
+    data_options.channels = model_input->c;
+    data_options.transform_why = " for " + o.model + "'s input " + model_input->str() +
+                                 " (--resize and --channels choose another)";
+  }
   DataSplit data;
   try {
     if (!o.resize.empty()) data_options.resize = parse_image_size(o.resize);
     data = load_data(data_options);
   } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
+    throw UsageError(std::string(e.what()) + (model_input ? " (--model " + o.model + " is defined on " +
+                                                                model_input->str() + ", which this run turns the data into)"
+                                                          : std::string()));
   }
   const Dataset& train = data.train;
   const Dataset& test = data.test;
@@ -760,6 +770,12 @@ long count_parameters(const Arch& arch, Shape3 input, int classes) {
     in = shapes[i];
   }
   return total;
+}
+
+std::optional<Shape3> implied_model_input(const TrainerOptions& o) {
+  if (!o.arch.empty() || !o.layers.empty() || !o.resize.empty() || o.channels != 0 || o.dataset == "csv")
+    return std::nullopt;
+  return named_model_input(o.model);
 }
 
 double scheduled_learning_rate(double lr, const std::string& schedule, int epoch, int epochs) {

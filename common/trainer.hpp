@@ -15,6 +15,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "common/arch.hpp"
@@ -113,6 +114,15 @@ double scheduled_learning_rate(double lr, const std::string& schedule, int epoch
 ///
 /// Throws std::invalid_argument for a spec that does not parse.
 std::string resolve_arch_spec(const TrainerOptions& options, Shape3 input, int classes);
+
+/// The input a run's data must be turned into, for a named model defined on its
+/// own input (course::named_model_input: m0 is 3x32x32, m1 .. m4 3x40x40), or
+/// nullopt. The trainer then resizes and converts the examples to it (as
+/// `--resize H x W --channels C` would, nothing where they have that shape
+/// already) and the data line says so. Only when the run names no input
+/// itself: no --resize, no --channels, no --arch or --layers; and never for a
+/// csv set, whose examples are feature vectors, not pictures.
+std::optional<Shape3> implied_model_input(const TrainerOptions& options);
 
 /// Number of trainable parameters (weights and biases) of `arch` on inputs of shape `input`.
 /// Throws std::invalid_argument like course::layer_shapes when the spec does not fit.

@@ -311,6 +311,52 @@ TEST(Trainer, ResizeAndChannelsSetTheInputShape) {
   EXPECT_CONTAINS(csv.err, "error: --resize: the csv data set's examples are feature vectors (2x1x1), not pictures");
 }
 
+// A named model defined on its own input (m0 .. m4) gets it: the examples are resized and
+// converted as --resize and --channels would, and the data line says why. The command
+// line's own --resize, --channels, --arch or --layers keep the data set's shape otherwise.
+TEST(Trainer, NamedModelsGetTheirOwnInput) {
+  Record rec;
+  const RunResult m1 = run(quick({"--model", "m1"}), fake_factory(&rec));
+  ASSERT_EQ(m1.code, 0) << m1.out << m1.err;
+  EXPECT_EQ(rec.config.input, (Shape3{3, 40, 40}));
+  EXPECT_CONTAINS(m1.out, "training on the first 200 examples (--limit); resized 28x28 -> 40x40 (bilinear), 1 -> 3 "
+                          "channels for m1's input 3x40x40 (--resize and --channels choose another)");
+  EXPECT_CONTAINS(m1.out, "2000 test, 3x40x40 |");
+  const RunResult m0 = run(quick({"--model", "m0"}), fake_factory(&rec));
+  ASSERT_EQ(m0.code, 0) << m0.out << m0.err;
+  EXPECT_EQ(rec.config.input, (Shape3{3, 32, 32}));
+  EXPECT_CONTAINS(m0.out, "for m0's input 3x32x32");
+
+  // The command line's own shape wins, whole: --resize alone keeps the gray plane.
+  const RunResult own = run(quick({"--model", "m1", "--resize", "20"}), fake_factory(&rec));
+  ASSERT_EQ(own.code, 0) << own.out << own.err;
+  EXPECT_EQ(rec.config.input, (Shape3{1, 20, 20}));
+  EXPECT_EQ(own.out.find("m1's input"), std::string::npos) << own.out;
+  const RunResult channels = run(quick({"--model", "m2", "--channels", "3"}), fake_factory(&rec));
+  ASSERT_EQ(channels.code, 0) << channels.out << channels.err;
+  EXPECT_EQ(rec.config.input, (Shape3{3, 28, 28}));
+  // The course's own models take the data set's shape.
+  const RunResult cnn = run(quick({"--model", "cnn"}), fake_factory(&rec));
+  ASSERT_EQ(cnn.code, 0) << cnn.out << cnn.err;
+  EXPECT_EQ(rec.config.input, (Shape3{1, 28, 28}));
+  EXPECT_EQ(cnn.out.find("resized"), std::string::npos) << cnn.out;
+
+  TrainerOptions o;
+  o.model = "m3";
+  EXPECT_EQ(implied_model_input(o), (Shape3{3, 40, 40}));
+  o.dataset = "csv";
+  EXPECT_FALSE(implied_model_input(o).has_value()) << "a csv set's examples are not pictures";
+  o.dataset = "fashion-mnist";
+  o.arch = "conv8k3p1,relu,pool2,flatten,fc10";
+  EXPECT_FALSE(implied_model_input(o).has_value()) << "--arch overrides --model";
+  o.arch.clear();
+  o.layers = "784,10";
+  EXPECT_FALSE(implied_model_input(o).has_value()) << "--layers overrides --model";
+  o.layers.clear();
+  o.model = "mlp";
+  EXPECT_FALSE(implied_model_input(o).has_value());
+}
+
 TEST(Trainer, ProfilePrintsPerLayerTimesPerBatch) {
   Record rec;
   const RunResult r = run(quick({"--profile", "--batch", "50"}), fake_factory(&rec));
