@@ -6,8 +6,8 @@
 #
 #   OUT=/some/folder tools/gpu/learner_checks.sh [build|tests|planted|all]
 #
-# `build` configures build/gpu (both tracks, sm_90) and builds the test programs of stages 04
-# to 09; `tests` runs the solution track's GPU tests twice with ctest -j6 and the exercise
+# `build` configures build/gpu (both tracks, sm_90) and builds the test programs of every stage
+# and the programs tools/replicate.py runs; `tests` runs the solution track's GPU tests twice with ctest -j6 and the exercise
 # proof; `planted` runs tools/gpu/planted_messages/run.sh; `all` does the three. Each step is
 # bounded (DEADLINE, default 560 s) so one call of the device tool holds it; on a warm machine
 # the next call finds build/gpu as this one left it.
@@ -18,7 +18,7 @@ OUT=${OUT:-$PWD/out-learner}
 mkdir -p "$OUT"
 BUILD=build/gpu
 DEADLINE=${DEADLINE:-560}
-LOG=$OUT/learner_checks.log
+LOG=$OUT/learner_checks_$MODE.log
 SUMMARY=()
 : >"$LOG"
 . tools/gpu/steps.sh
@@ -28,6 +28,9 @@ command -v ninja >/dev/null && GENERATOR=(-G Ninja)
 TARGETS=()
 for s in 01 02 03 04 05 06 07 08 09; do TARGETS+=(s${s}_tests_solution s${s}_tests_exercise); done
 TARGETS+=(common_tests)
+# And what tools/replicate.py runs (the trainers, the pooling study), so that tools/gpu/replicate.sh run
+# finds them in the same build.
+TARGETS+=($(python3 -c 'import sys; sys.path.insert(0, "tools"); import replicate; print(" ".join(replicate.targets_for("", True)))'))
 
 say "learner_checks $MODE on $(hostname), $(date -u +%FT%TZ)"
 nvidia-smi --query-gpu=name,driver_version --format=csv >>"$LOG" 2>&1
