@@ -437,15 +437,15 @@ int train_or_evaluate(const TrainerOptions& given, const StageInfo& stage, const
     const Evaluation ev = evaluate_test(*engine, test);
     const ClassificationReport report = classification_report(test.labels, ev.predictions, test.classes);
     if (o.verbose) std::cout << fmt("evaluation took %.2f s\n", ev.seconds);
-    print_final_report(report, test);
-    add_stage_results(results, *engine);
-    results["status"] = "evaluated";
     results["test_loss"] = ev.stats.seen > 0 ? ev.stats.loss_sum / static_cast<double>(ev.stats.seen) : 0.0;
-    if (o.loss == "mse" && engine->reports_mae() && ev.stats.seen > 0) {
+    if (o.loss == "mse" && engine->reports_mae() && ev.stats.seen > 0) {  // the MAE beside the MSE
       results["test_mae"] = ev.stats.abs_error_sum / static_cast<double>(ev.stats.seen);
       std::cout << fmt("test loss %.4f  test MAE %.4f\n", results["test_loss"].get<double>(),
                        results["test_mae"].get<double>());
     }
+    print_final_report(report, test);
+    add_stage_results(results, *engine);
+    results["status"] = "evaluated";
     results["eval_seconds"] = ev.seconds;
     results["final"] = to_json(report, test.class_names);
     results["total_seconds"] = total_timer.seconds();
