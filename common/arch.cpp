@@ -1,6 +1,8 @@
 #include "common/arch.hpp"
 
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
@@ -22,6 +24,18 @@ const char* activation_name(Activation a) {
   return "?";
 }
 
+std::string slope_text(double slope) {
+  // The shortest "%.*f" that reads back as the same double: every double has a
+  // finite decimal expansion, so the loop ends (a double in (0, 1) needs at most
+  // 1074 digits); the last digit of the shortest one is never 0.
+  char buf[1200];
+  for (int digits = 1; digits < 1100; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*f", digits, slope);
+    if (std::strtod(buf, nullptr) == slope) break;
+  }
+  return buf;
+}
+
 std::string LayerSpec::token() const {
   switch (kind) {
     case LayerKind::Dense: return "fc" + std::to_string(units);
@@ -39,7 +53,9 @@ std::string LayerSpec::token() const {
       return s;
     }
     case LayerKind::Flatten: return "flatten";
-    case LayerKind::Activation: return activation_name(act);
+    case LayerKind::Activation:
+      if (act == Activation::LeakyReLU && slope != kDefaultLeakySlope) return "leaky" + slope_text(slope);
+      return activation_name(act);
   }
   return "?";
 }
@@ -109,6 +125,18 @@ LayerSpec parse_token(const std::string& tok, int index) {
       return l;
     }
   }
+  if (starts("leaky")) {
+    // leaky<A>: decimal digits with at most one point, 0 < A < 1 (leaky0.1, leaky.25).
+    const std::string number = tok.substr(5);
+    const bool plain = number.find_first_not_of("0123456789.") == std::string::npos &&
+                       number.find('.') == number.rfind('.') && number.find_first_of("0123456789") != std::string::npos;
+    const double a = plain ? std::strtod(number.c_str(), nullptr) : 0.0;
+    if (!plain || !(a > 0.0 && a < 1.0)) return fail("leaky or leaky<A> with a slope 0 < A < 1, e.g. leaky0.1");
+    l.kind = LayerKind::Activation;
+    l.act = Activation::LeakyReLU;
+    l.slope = a;
+    return l;
+  }
   if (tok == "flatten") {
     l.kind = LayerKind::Flatten;
     return l;
@@ -150,7 +178,7 @@ LayerSpec parse_token(const std::string& tok, int index) {
                   std::to_string(l.kernel) + " the edge windows would hold only padding)");
     return l;
   }
-  return fail("one of fc<N>, conv<F>k<K>..., pool<K>..., avgpool<K>..., flatten, relu, leaky, sigmoid, tanh, softplus");
+  return fail("one of fc<N>, conv<F>k<K>..., pool<K>..., avgpool<K>..., flatten, relu, leaky[<A>], sigmoid, tanh, softplus");
 }
 
 }  // namespace
@@ -174,6 +202,63 @@ Arch parse_arch(const std::string& spec) {
   }
   flush();
   return arch;
+}
+
+const std::vector<std::string>& output_activation_names() {
+  static const std::vector<std::string> names = {"none", "sigmoid"};
+  return names;
+}
+
+std::optional<Activation> output_activation(const Arch& arch) {
+  const std::size_t L = arch.layers.size();
+  if (L >= 2 && arch.layers[L - 1].kind == LayerKind::Activation && arch.layers[L - 2].kind == LayerKind::Dense)
+    return arch.layers[L - 1].act;
+  return std::nullopt;
+}
+
+Arch with_output_activation(Arch arch, const std::string& output) {
+  if (output == "none") return arch;
+  if (output != "sigmoid")
+    throw std::invalid_argument("--output '" + output + "' is not an output activation (none, sigmoid)");
+  if (!arch.layers.empty() && arch.layers.back().kind == LayerKind::Activation)
+    throw std::invalid_argument("--output " + output + ": the spec '" + arch.spec() + "' ends with " +
+                                arch.layers.back().token() + " already (write fc<classes> last, or leave --output out)");
+  LayerSpec sigmoid;
+  sigmoid.kind = LayerKind::Activation;
+  sigmoid.act = Activation::Sigmoid;
+  arch.layers.push_back(sigmoid);
+  return arch;
+}
+
+void check_output_activation(const Arch& arch, const std::string& loss) {
+  const std::optional<Activation> out = output_activation(arch);
+  if (!out || loss == "mse") return;
+  throw std::invalid_argument("the output activation " + std::string(activation_name(*out)) + " (--output " +
+                              activation_name(*out) + ") needs --loss mse, not --loss " + loss +
+                              ": softmax cross-entropy takes the last dense layer's logits themselves "
+                              "(its softmax is its own output activation)");
+}
+
+Arch with_leaky_slope(Arch arch, double slope) {
+  if (!(slope > 0.0 && slope < 1.0))
+    throw std::invalid_argument("--leaky-slope must be in (0, 1), not " + slope_text(slope));
+  if (slope == kDefaultLeakySlope) return arch;
+  for (LayerSpec& l : arch.layers) {
+    if (l.kind != LayerKind::Activation || l.act != Activation::LeakyReLU) continue;
+    if (l.slope != kDefaultLeakySlope && l.slope != slope)
+      throw std::invalid_argument("--leaky-slope " + slope_text(slope) + " and the spec's " + l.token() +
+                                  " name two slopes: give one of them");
+    l.slope = slope;
+  }
+  return arch;
+}
+
+bool has_leaky_relu(const Arch& arch, bool other_slope) {
+  for (const LayerSpec& l : arch.layers)
+    if (l.kind == LayerKind::Activation && l.act == Activation::LeakyReLU &&
+        (!other_slope || l.slope != kDefaultLeakySlope))
+      return true;
+  return false;
 }
 
 namespace {
@@ -267,12 +352,15 @@ std::string spec_from_layer_sizes(const std::string& sizes, const std::string& a
       spec += "fc" + std::to_string(n);
       break;
     }
-    static const char* const kActivations[] = {"relu", "leaky", "sigmoid", "tanh", "softplus"};
     bool known = false;
-    for (const char* a : kActivations) known |= act == a;
+    try {
+      const Arch one = parse_arch(act);
+      known = one.layers.size() == 1 && one.layers[0].kind == LayerKind::Activation;
+    } catch (const std::invalid_argument&) {
+    }
     if (!known)
       throw std::invalid_argument("--layers '" + sizes + "': '" + act +
-                                  "' is not an activation (relu, leaky, sigmoid, tanh, softplus)");
+                                  "' is not an activation (relu, leaky, leaky<A>, sigmoid, tanh, softplus)");
     spec += "fc" + std::to_string(n) + "," + act + ",";
   }
   return spec;
@@ -339,10 +427,17 @@ std::vector<Shape3> layer_shapes(const Arch& arch, Shape3 in, int classes) {
     }
     out.push_back(s);
   }
-  const auto& last = arch.layers.back();
+  // The logits' layer: the last one, or the one before the output activation (fc3,sigmoid).
+  const bool has_output = arch.layers.back().kind == LayerKind::Activation && arch.layers.size() >= 2;
+  const auto& last = arch.layers[arch.layers.size() - (has_output ? 2 : 1)];
   if (last.kind != LayerKind::Dense || last.units != classes)
     throw std::invalid_argument("architecture spec '" + arch.spec() + "' must end with fc" +
-                                std::to_string(classes) + " (one output per class of this data set)");
+                                std::to_string(classes) + " (one output per class of this data set), or fc" +
+                                std::to_string(classes) + ",sigmoid (--output sigmoid)");
+  if (has_output && arch.layers.back().act != Activation::Sigmoid)
+    throw std::invalid_argument("architecture spec '" + arch.spec() + "' ends with " + arch.layers.back().token() +
+                                " after fc" + std::to_string(classes) +
+                                ": the one output activation is sigmoid (--output sigmoid, with --loss mse)");
   return out;
 }
 

@@ -10,9 +10,17 @@
 /// | `pool<K>[s<S>][p<P>]` | max-pool K x K, stride S (K), padding P (0)         |
 /// | `avgpool<K>[s<S>][p<P>]` | average-pool K x K, stride S (K), padding P (0)  |
 /// | `flatten`          | [C, H, W] -> [C*H*W]                                    |
-/// | `relu` `leaky` `sigmoid` `tanh` `softplus` | activation                      |
+/// | `relu` `leaky[<A>]` `sigmoid` `tanh` `softplus` | activation                 |
 ///
-/// The last layer must be `fc<classes>`; softmax cross-entropy follows it.
+/// `leaky` is leaky ReLU with slope kDefaultLeakySlope (0.01) for x <= 0; `leaky<A>`
+/// (e.g. `leaky0.1`, decimal digits, 0 < A < 1) gives it slope A. The canonical spec
+/// writes the slope only when it is not the default (`--leaky-slope A` sets it).
+///
+/// The last layer must be `fc<classes>`, whose outputs (the logits) go to softmax
+/// cross-entropy; or `fc<classes>,sigmoid`: the **output activation** that
+/// `--output sigmoid` appends, for a network trained with `--loss mse` on
+/// sigmoid(z) (output_activation(), check_output_activation()). Either way the
+/// predicted class is the arg-max of the last layer's outputs.
 ///
 /// **Pooling windows and padding** (both kinds, every stage). Window (i, j) covers
 /// rows i*S - P .. i*S - P + K - 1 (columns likewise), and Ho = floor((H + 2P - K) / S) + 1,
@@ -60,6 +68,13 @@ enum class Activation { ReLU, LeakyReLU, Sigmoid, Tanh, Softplus };
 /// Name of an activation as written in specs ("relu").
 const char* activation_name(Activation a);
 
+/// Leaky ReLU's slope for x <= 0 unless a spec (`leaky0.1`) or `--leaky-slope` says otherwise.
+inline constexpr double kDefaultLeakySlope = 0.01;
+
+/// A leaky ReLU slope as a spec writes it: the shortest plain decimal that reads back
+/// as the same double ("0.1", "0.00001"; never an exponent).
+std::string slope_text(double slope);
+
 /// One layer of a spec.
 struct LayerSpec {
   LayerKind kind = LayerKind::Dense;
@@ -68,7 +83,8 @@ struct LayerSpec {
   int stride = 1;
   int pad = 0;
   Activation act = Activation::ReLU;  ///< for LayerKind::Activation
-  std::string token() const;          ///< canonical text, e.g. "conv16k3p1", "avgpool3s1p1"
+  double slope = kDefaultLeakySlope;  ///< for Activation::LeakyReLU: the slope for x <= 0, in (0, 1)
+  std::string token() const;          ///< canonical text, e.g. "conv16k3p1", "avgpool3s1p1", "leaky0.1"
 };
 
 /// A parsed architecture.
@@ -81,6 +97,36 @@ struct Arch {
 /// Parses a spec string; throws std::invalid_argument naming the bad token and
 /// its position ("layer 3 'conv16x3': expected conv<F>k<K>[p<P>][s<S>]").
 Arch parse_arch(const std::string& spec);
+
+/// The output activations `--output` accepts: "none" and "sigmoid".
+const std::vector<std::string>& output_activation_names();
+
+/// The output activation of `arch`: the activation that follows its last dense
+/// layer when the spec ends with one (`fc3,sigmoid`), else nullopt (the spec ends
+/// with the logits, `fc3`).
+std::optional<Activation> output_activation(const Arch& arch);
+
+/// `arch` with the output activation `output` ("none", "sigmoid") appended:
+/// "none" returns it unchanged. Throws std::invalid_argument for another name,
+/// or when the spec ends with an activation already.
+Arch with_output_activation(Arch arch, const std::string& output);
+
+/// Throws std::invalid_argument when `arch` has an output activation and
+/// `loss` is not "mse": softmax cross-entropy takes the logits themselves
+/// (its softmax is its own output activation), so a sigmoid before it would
+/// squash the logits into (0, 1) and the classes could barely be told apart.
+void check_output_activation(const Arch& arch, const std::string& loss);
+
+/// `arch` with every leaky ReLU's slope set to `slope` (--leaky-slope).
+/// `slope` == kDefaultLeakySlope leaves the spec's own slopes as they are.
+/// Throws std::invalid_argument for a slope outside (0, 1), or when a layer of
+/// the spec names another slope than the default and than `slope` (`leaky0.2`
+/// with --leaky-slope 0.1: which one was meant?).
+Arch with_leaky_slope(Arch arch, double slope);
+
+/// True when a layer of `arch` is a leaky ReLU; with `other_slope`, only one whose
+/// slope is not kDefaultLeakySlope (for the stages that run the default alone).
+bool has_leaky_relu(const Arch& arch, bool other_slope = false);
 
 /// The spec of a named model; throws on an unknown name.
 ///
@@ -136,7 +182,7 @@ std::string spec_from_layer_sizes(const std::string& sizes, const std::string& a
 /// Output shape of every layer for an input of shape `input` (element i is the
 /// output of layer i). Throws std::invalid_argument when a layer does not fit
 /// (window larger than its padded input, a spec that does not end in
-/// fc<classes>, ...) or is too large: more than 2^31 - 1 values in the input,
+/// fc<classes> or fc<classes>,sigmoid, ...) or is too large: more than 2^31 - 1 values in the input,
 /// in one layer's output per example, or in one layer's weights (every stage
 /// indexes them with int).
 std::vector<Shape3> layer_shapes(const Arch& arch, Shape3 input, int classes);

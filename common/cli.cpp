@@ -76,6 +76,17 @@ CLI::Validator above_zero() {
       "");
 }
 
+CLI::Validator open_unit_interval() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        if (!read_number(text, v)) return "'" + text + "' is not a number";
+        if (v <= 0 || v >= 1) return "must be in (0, 1), not " + text;
+        return "";
+      },
+      "");
+}
+
 CLI::Validator zero_to_below_one() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
@@ -137,6 +148,7 @@ std::string examples(const std::string& program) {
       {"-m cnn --resize 40 --channels 3 --limit 2000", "Fashion-MNIST as 3x40x40 pictures"},
       {"--dataset folder --data-dir pics --resize 32", "train/<class>/ and test/<class>/ of PNG/JPEG"},
       {"--val-fraction 0.1", "hold out 10% for validation"},
+      {"--dataset csv --data-dir tab --loss mse --output sigmoid", "sigmoid outputs, MSE (and MAE)"},
       {"--epochs 20 --checkpoint-every 1 --checkpoint run.ckpt", "a checkpoint after every epoch"},
       {"--epochs 20 --resume run.ckpt", "continue a stopped run"},
   };
@@ -183,6 +195,14 @@ void configure_trainer_app(CLI::App& app, TrainerOptions& o, const StageInfo& st
       ->check(one_of(activation_names(), "activation"))
       ->type_name("NAME");
   app.add_option("--loss", o.loss, "Loss function")->check(one_of(loss_names(), "loss"))->type_name("NAME");
+  app.add_option("--output", o.output,
+                 "Output activation after the last layer: none (the logits), or sigmoid (with --loss mse: the MSE "
+                 "of sigmoid(z) against the one-hot targets)")
+      ->check(one_of(output_activation_names(), "output activation"))
+      ->type_name("NAME");
+  app.add_option("--leaky-slope", o.leaky_slope, "Slope of leaky ReLU for x <= 0, in (0, 1)")
+      ->check(open_unit_interval())
+      ->type_name("A");
 
   // ---- the data
   app.add_option("--dataset", o.dataset,
@@ -276,6 +296,12 @@ std::optional<int> parse_trainer_options(int argc, const char* const* argv, cons
            "initial weights)\nRun with --help for the options.\n";
     return 2;
   }
+  // An output activation feeds the MSE; softmax cross-entropy takes the logits themselves.
+  if (options.output != "none" && options.loss != "mse") {
+    err << "error: --output " << options.output << " needs --loss mse, not --loss " << options.loss
+        << " (softmax cross-entropy has its own output, the softmax of the logits)\nRun with --help for the options.\n";
+    return 2;
+  }
   return std::nullopt;
 }
 
@@ -287,7 +313,7 @@ nlohmann::json to_json(const TrainerOptions& o) {
           {"limit", o.limit},     {"profile", o.profile}, {"json", o.json},       {"verbose", o.verbose},
           {"progress", o.progress}, {"checkpoint_every", o.checkpoint_every}, {"checkpoint", o.checkpoint},
           {"resume", o.resume}, {"resize", o.resize}, {"channels", o.channels},
-          {"val_fraction", o.val_fraction}};
+          {"val_fraction", o.val_fraction}, {"output", o.output}, {"leaky_slope", o.leaky_slope}};
 }
 
 }  // namespace course

@@ -23,6 +23,8 @@ struct TrainerOptions {
   std::string layers;                   ///< --layers 784,256,128,10: an MLP by its sizes
   std::string activation = "relu";      ///< --activation: hidden activation for --model and --layers
   std::string loss = "cross-entropy";   ///< --loss: cross-entropy or mse
+  std::string output = "none";          ///< --output: none, or sigmoid after the last layer (needs --loss mse)
+  double leaky_slope = 0.01;            ///< --leaky-slope: leaky ReLU's slope for x <= 0, in (0, 1) (course::kDefaultLeakySlope)
   std::string dataset = "fashion-mnist";///< --dataset (course::dataset_names())
   std::string data_dir;                 ///< --data-dir: where the data files are ("" = the usual places)
   int epochs = 10;                      ///< --epochs, at least 1 (0 with --save: save the initial weights)
@@ -58,7 +60,8 @@ struct StageInfo {
 /// Adds every shared flag to `app`, bound to `options` (whose current values
 /// become the defaults shown by --help), with its checks: --epochs at least 0
 /// (parse_trainer_options() allows 0 only with --save), --batch at least 1,
-/// --lr above 0, --momentum in [0, 1), --limit and --threads at least 0, --model, --dataset, --loss and --activation from their lists,
+/// --lr above 0, --momentum in [0, 1), --limit and --threads at least 0, --model, --dataset, --loss, --activation
+/// and --output from their lists, --leaky-slope in (0, 1),
 /// --resize N or HxW (sides 1 to course::kMaxResizeSide), --channels 1 to course::kMaxChannels,
 /// --val-fraction in [0, 1),
 /// --evaluate only with --load, --arch and --layers not together, --resume
@@ -81,7 +84,7 @@ void configure_trainer_app(CLI::App& app, TrainerOptions& options, const StageIn
 /// missing or bad value), printed to `err` as CLI11's message naming the flag,
 /// followed by "Run with --help for the options.". `--epochs 0` without
 /// `--save` is a usage error too: 0 epochs only serve to save the initial
-/// weights of the seed.
+/// weights of the seed; so is `--output sigmoid` without `--loss mse`.
 std::optional<int> parse_trainer_options(int argc, const char* const* argv, const StageInfo& stage,
                                          TrainerOptions& options,
                                          const std::function<void(CLI::App&)>& extra_options, std::ostream& out,

@@ -27,6 +27,11 @@ struct EpochStats {
   double loss_sum = 0.0;
   long correct = 0;
   long seen = 0;
+  /// With --loss mse, in an engine whose Engine::reports_mae() is true: the sum over
+  /// the examples of each one's mean absolute error over the K outputs (after the
+  /// output activation, if any) against the one-hot target, mean_k |a_k - [k == y]|;
+  /// the MAE is abs_error_sum / seen. 0 otherwise.
+  double abs_error_sum = 0.0;
 };
 
 /// Time spent in one layer, summed over the calls since the last reset.
@@ -95,7 +100,7 @@ struct EngineConfig {
   double lr = 0.01;
   double momentum = 0.9;
   std::uint64_t seed = 42;
-  std::string loss = "cross-entropy";  ///< or "mse"
+  std::string loss = "cross-entropy";  ///< or "mse" (the only loss for an arch with an output activation, course::check_output_activation)
   int threads = 1;           ///< CPU stages
   bool profile = false;      ///< time every layer (costs a little)
   bool verbose = false;
@@ -133,6 +138,11 @@ class Engine {
   /// NonFiniteLoss the engine throws (when it checks its loss itself), else
   /// when the epoch ends.
   virtual bool reports_batch_loss() const { return false; }
+  /// True when train_epoch() and evaluate() fill EpochStats::abs_error_sum with
+  /// --loss mse, so that the trainer shows the mean absolute error (MAE) beside
+  /// the loss; false (the default) for an engine that does not compute it (stage
+  /// 08's fused loss), whose runs show no MAE.
+  virtual bool reports_mae() const { return false; }
   /// Why two runs of this engine with the same settings may not end with the
   /// same bits (e.g. "cuDNN may add with atomics: --conv-algos fastest"), or
   /// "" (the default) when they do. The trainer prints it with --resume and

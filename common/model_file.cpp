@@ -320,7 +320,8 @@ void check_model_matches(const ModelFile& model, const std::string& arch, Shape3
                        std::to_string(model.classes) + " classes, but this run builds '" + wanted +
                        "' for input " + input.str() + " with " + std::to_string(classes) + " classes (" + what +
                        " differ" + (diffs.size() == 1 ? "s" : "") +
-                       "); pass the --model/--arch and --dataset the model was trained with");
+                       "); pass the --model/--arch (with its --activation, --leaky-slope and --output) and --dataset the model "
+                       "was trained with");
 }
 
 }  // namespace course

@@ -381,6 +381,14 @@ int train_or_evaluate(const TrainerOptions& given, const StageInfo& stage, const
     throw UsageError(std::string(e.what()) + " (data set " + o.dataset + ": input " + train.shape.str() + ", " +
                      std::to_string(train.classes) + " classes)");
   }
+  try {
+    check_output_activation(arch, o.loss);  // a spec ending in sigmoid, given with --arch, and cross-entropy
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  if (o.leaky_slope != kDefaultLeakySlope && !has_leaky_relu(arch))
+    std::cerr << "warning: --leaky-slope " << slope_text(o.leaky_slope) << " has no leaky ReLU to act on in "
+              << arch.spec() << " (--activation leaky, or leaky in --arch / --layers)\n";
   const std::string spec = arch.spec();
   results["arch"] = {{"model", model_label(o)}, {"spec", spec}, {"parameters", parameters}};
 
@@ -439,10 +447,15 @@ int train_or_evaluate(const TrainerOptions& given, const StageInfo& stage, const
     const Evaluation ev = evaluate_test(*engine, test);
     const ClassificationReport report = classification_report(test.labels, ev.predictions, test.classes);
     if (o.verbose) std::cout << fmt("evaluation took %.2f s\n", ev.seconds);
+    results["test_loss"] = ev.stats.seen > 0 ? ev.stats.loss_sum / static_cast<double>(ev.stats.seen) : 0.0;
+    if (o.loss == "mse" && engine->reports_mae() && ev.stats.seen > 0) {  // the MAE beside the MSE
+      results["test_mae"] = ev.stats.abs_error_sum / static_cast<double>(ev.stats.seen);
+      std::cout << fmt("test loss %.4f  test MAE %.4f\n", results["test_loss"].get<double>(),
+                       results["test_mae"].get<double>());
+    }
     print_final_report(report, test);
     add_stage_results(results, *engine);
     results["status"] = "evaluated";
-    results["test_loss"] = ev.stats.seen > 0 ? ev.stats.loss_sum / static_cast<double>(ev.stats.seen) : 0.0;
     results["eval_seconds"] = ev.seconds;
     results["final"] = to_json(report, test.class_names);
     results["total_seconds"] = total_timer.seconds();
@@ -565,6 +578,13 @@ int train_or_evaluate(const TrainerOptions& given, const StageInfo& stage, const
   const int epoch_width = static_cast<int>(std::to_string(o.epochs).size());
   const int steps_per_epoch = (train.size() + o.batch - 1) / o.batch;
   const bool batch_loss = engine->reports_batch_loss();
+  // With --loss mse, the mean absolute error of the outputs beside the loss (EpochStats::abs_error_sum).
+  const bool mae = o.loss == "mse" && engine->reports_mae();
+  if (o.loss == "mse" && !engine->reports_mae())
+    std::cout << "note: stage " << stage.id << " does not compute the mean absolute error: no MAE below\n";
+  auto mean_abs = [](const EpochStats& s) {
+    return s.seen > 0 ? s.abs_error_sum / static_cast<double>(s.seen) : 0.0;
+  };
   std::vector<LayerTime> last_times;
   long last_batches = 0;
   Evaluation ev;
@@ -658,11 +678,15 @@ int train_or_evaluate(const TrainerOptions& given, const StageInfo& stage, const
       const double val_loss =
           val_ev.stats.seen > 0 ? val_ev.stats.loss_sum / static_cast<double>(val_ev.stats.seen) : 0.0;
       const std::string val_part =
-          validating ? fmt("  val loss %.4f  val %.2f%%", val_loss, percent(val_ev.stats.correct, val_ev.stats.seen))
+          validating ? fmt("  val loss %.4f%s  val %.2f%%", val_loss,
+                           mae ? fmt("  val MAE %.4f", mean_abs(val_ev.stats)).c_str() : "",
+                           percent(val_ev.stats.correct, val_ev.stats.seen))
                      : std::string();
-      std::string line = fmt("epoch %*d/%d  loss %.4f  train %.2f%%%s  test %.2f%%  %.2f s  %.0f img/s", epoch_width,
-                             epoch, o.epochs, loss, train_acc, val_part.c_str(), test_acc, train_seconds,
-                             images_per_s);
+      const std::string train_mae = mae ? fmt("  MAE %.4f", mean_abs(stats)) : std::string();
+      const std::string test_mae = mae ? fmt("  test MAE %.4f", mean_abs(ev.stats)) : std::string();
+      std::string line = fmt("epoch %*d/%d  loss %.4f%s  train %.2f%%%s%s  test %.2f%%  %.2f s  %.0f img/s",
+                             epoch_width, epoch, o.epochs, loss, train_mae.c_str(), train_acc, val_part.c_str(),
+                             test_mae.c_str(), test_acc, train_seconds, images_per_s);
       if (partial)
         line += fmt("  (resumed after step %d: loss and train accuracy of its last %ld examples)", start.step,
                     stats.seen);
@@ -682,6 +706,11 @@ int train_or_evaluate(const TrainerOptions& given, const StageInfo& stage, const
         entry["val_accuracy"] = fraction(val_ev.stats.correct, val_ev.stats.seen);
         entry["val_loss"] = val_loss;
         entry["val_eval_seconds"] = val_ev.seconds;
+      }
+      if (mae) {
+        entry["train_mae"] = mean_abs(stats);
+        entry["test_mae"] = mean_abs(ev.stats);
+        if (validating) entry["val_mae"] = mean_abs(val_ev.stats);
       }
       if (partial) {
         entry["resumed_after_step"] = start.step;
@@ -746,7 +775,10 @@ int train_or_evaluate(const TrainerOptions& given, const StageInfo& stage, const
 
 }  // namespace
 
-std::string resolve_arch_spec(const TrainerOptions& o, Shape3 input, int classes) {
+namespace {
+
+// The spec of --arch, --layers or --model, before --leaky-slope and --output.
+std::string given_arch_spec(const TrainerOptions& o, Shape3 input, int classes) {
   if (!o.arch.empty()) return parse_arch(o.arch).spec();
   if (!o.layers.empty()) return parse_arch(spec_from_layer_sizes(o.layers, o.activation, input.size(), classes)).spec();
   Arch arch = parse_arch(named_model_spec(o.model));
@@ -757,6 +789,14 @@ std::string resolve_arch_spec(const TrainerOptions& o, Shape3 input, int classes
     if (layer.kind == LayerKind::Activation) layer.act = act.layers[0].act;
   if (!arch.layers.empty() && arch.layers.back().kind == LayerKind::Dense) arch.layers.back().units = classes;
   return arch.spec();
+}
+
+}  // namespace
+
+std::string resolve_arch_spec(const TrainerOptions& o, Shape3 input, int classes) {
+  return with_output_activation(with_leaky_slope(parse_arch(given_arch_spec(o, input, classes)), o.leaky_slope),
+                                o.output)
+      .spec();
 }
 
 long count_parameters(const Arch& arch, Shape3 input, int classes) {

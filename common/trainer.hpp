@@ -64,7 +64,13 @@ enum TrainerExit : int {
 ///
 ///     epoch  3/10  loss 0.3412  train 87.61%  val loss 0.3712  val 86.10%  test 86.90%  4.21 s  14252 img/s
 ///
-/// (--json: val_loss, val_accuracy and val_eval_seconds in each epoch). At the end:
+/// (--json: val_loss, val_accuracy and val_eval_seconds in each epoch). With
+/// --loss mse and an engine that computes it (Engine::reports_mae()), the mean
+/// absolute error of the outputs follows each loss and precedes the test accuracy:
+///
+///     epoch  3/10  loss 0.0291  MAE 0.0718  train 91.20%  test MAE 0.0735  test 90.40%  0.21 s  38095 img/s
+///
+/// (--json: train_mae, test_mae, and val_mae with a validation set). At the end:
 /// the final test accuracy, the per-class table, the confusion matrix, the
 /// --profile table (per-layer forward and backward ms per batch of the last
 /// epoch), the --save model file and the --json file (written atomically).
@@ -110,7 +116,11 @@ double scheduled_learning_rate(double lr, const std::string& schedule, int epoch
 /// - `--arch`: the spec as given (canonical form);
 /// - else `--layers`: course::spec_from_layer_sizes with `--activation`;
 /// - else the named `--model`, with its ReLUs replaced by `--activation` and
-///   its last layer sized to `classes` (so `mlp` also runs a 3-class CSV set).
+///   its last layer sized to `classes` (so `mlp` also runs a 3-class CSV set);
+///
+/// then every leaky ReLU takes `--leaky-slope` (course::with_leaky_slope) and
+/// `--output sigmoid` appends the output activation (course::with_output_activation),
+/// so both are part of the spec a model file carries.
 ///
 /// Throws std::invalid_argument for a spec that does not parse.
 std::string resolve_arch_spec(const TrainerOptions& options, Shape3 input, int classes);

@@ -17,7 +17,7 @@ namespace course {
 class CpuEngine : public Engine {
  public:
   CpuEngine(const EngineConfig& cfg, const LayerFactory<float>& make = make_dense_or_activation<float>)
-      : cfg_(cfg), net_(cfg.arch, cfg.input, cfg.classes, make) {
+      : cfg_(checked(cfg)), net_(cfg.arch, cfg.input, cfg.classes, make) {
     net_.init(cfg.seed);
     net_.enable_profiling(cfg.profile);
   }
@@ -51,6 +51,8 @@ class CpuEngine : public Engine {
   void reset_layer_times() override { net_.reset_times(); }
   /// train_epoch() passes the real running loss to its callback after every step.
   bool reports_batch_loss() const override { return true; }
+  /// train_epoch() and evaluate() add up the absolute errors with --loss mse (loss_forward_backward).
+  bool reports_mae() const override { return true; }
   /// The SGD velocity of every parameter, in model order ("fc1.weight.velocity", ...):
   /// with the parameters, all a checkpoint needs to continue bit for bit.
   std::vector<NamedTensor> get_optimizer_state() override {
@@ -74,6 +76,12 @@ class CpuEngine : public Engine {
   Network<float>& network() { return net_; }
 
  protected:
+  /// cfg, once its output activation is known to go with its loss (course::check_output_activation).
+  static const EngineConfig& checked(const EngineConfig& cfg) {
+    check_output_activation(cfg.arch, cfg.loss);
+    return cfg;
+  }
+
   EngineConfig cfg_;
   Network<float> net_;
 };

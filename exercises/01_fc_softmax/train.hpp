@@ -26,8 +26,9 @@ int argmax(const T* scores, int K) {
 /// in batches of cfg.batch; for each batch run forward, the loss and its
 /// gradient, backward, and one SGD step on every parameter.
 ///
-/// Returns the summed loss and the correct predictions seen during the epoch
-/// (on the weights as they were when each batch was seen).
+/// Returns the summed loss, the correct predictions and (with --loss mse) the
+/// summed absolute errors seen during the epoch (on the weights as they were
+/// when each batch was seen).
 inline EpochStats train_epoch(Network<float>& net, const Dataset& data, const EngineConfig& cfg, int epoch,
                               const BatchCallback& on_batch) {
   const Batcher batcher(data, cfg.batch, cfg.seed, epoch);
@@ -38,12 +39,14 @@ inline EpochStats train_epoch(Network<float>& net, const Dataset& data, const En
   EpochStats stats;
   // TODO(Task 1.7): the training loop: for each batch gather, forward, loss, backward, SGD step on every parameter
   // HINT: batcher.gather(b, x, y) returns the batch size; loss_forward_backward() gives the loss and dlogits.
+  // HINT: pass &stats.abs_error_sum as its last argument: with --loss mse it adds the batch's absolute errors (the MAE).
   throw course::NotImplemented("Task 1.7", "01_fc_softmax/train.hpp", "docs/lessons/01_fc_softmax.md");
   return stats;
 }
 
-/// Forward passes over `data` in order: summed loss, correct count, and the
-/// predicted class of every example when `predictions` is given.
+/// Forward passes over `data` in order: summed loss, correct count, summed
+/// absolute errors (with --loss mse), and the predicted class of every example
+/// when `predictions` is given.
 inline EpochStats evaluate(Network<float>& net, const Dataset& data, const EngineConfig& cfg,
                            std::vector<int>* predictions) {
   const Batcher batcher(data, cfg.batch, cfg.seed, 0, /*shuffle=*/false);

@@ -46,7 +46,8 @@ namespace course {
 /// weights, then runs forward, the loss `loss` ("cross-entropy" or "mse") of
 /// its shard, and backward, which leaves g_t (the gradient of its shard's mean
 /// loss) in its own grad buffers. Empty shards (B < R) do nothing. Returns
-/// each shard's size, loss sum and correct predictions, indexed by t.
+/// each shard's size, loss sum, correct predictions and (with mse) summed
+/// absolute errors, indexed by t.
 template <typename T>
 std::vector<ShardResult> forward_backward_shards(std::vector<std::unique_ptr<Replica<T>>>& replicas, const T* x,
                                                  const int* labels, int B, const std::string& loss) {
@@ -58,6 +59,7 @@ std::vector<ShardResult> forward_backward_shards(std::vector<std::unique_ptr<Rep
   // TODO(Task 3.1): in parallel, replica t runs forward, loss and backward on shard_of(B, R, t), after copying the master's weights
   // HINT: `#pragma omp parallel for num_threads(R) schedule(static, 1)` over t gives thread t the shard t; wrap the body in error.guard([&] { ... }).
   // HINT: each thread writes only its own replica and results[t]; copy_weights(replicas[0]->params, r.params) for t > 0.
+  // HINT: results[t] holds the shard's size, loss sum, correct count and absolute errors (loss_forward_backward's last argument).
   throw course::NotImplemented("Task 3.1", "03_openmp/data_parallel.hpp", "docs/lessons/03_openmp.md");
   error.rethrow();
   return results;
@@ -106,6 +108,7 @@ inline EpochStats train_epoch_data_parallel(std::vector<std::unique_ptr<Replica<
     for (const ShardResult& s : shards) {
       stats.loss_sum += s.loss_sum;
       stats.correct += s.correct;
+      stats.abs_error_sum += s.abs_error_sum;
     }
     stats.seen += B;
     if (on_batch) on_batch(stats.seen, stats.loss_sum);

@@ -26,7 +26,8 @@
 namespace course {
 
 /// Forward passes over `data` in batches of cfg.batch (unshuffled), shared
-/// among replicas.size() threads: the summed loss, the correct count, and
+/// among replicas.size() threads: the summed loss, the correct count, the
+/// summed absolute errors (with --loss mse), and
 /// the predicted class of every example when `predictions` is given. The
 /// copies (replicas 1, 2, ...) first take the master's weights.
 inline EpochStats evaluate_parallel(std::vector<std::unique_ptr<Replica<float>>>& replicas, const Dataset& data,
@@ -38,14 +39,17 @@ inline EpochStats evaluate_parallel(std::vector<std::unique_ptr<Replica<float>>>
   const std::vector<int>& order = batcher.order();
   std::vector<int> predicted(static_cast<std::size_t>(data.size()), 0);
   std::vector<double> batch_loss(static_cast<std::size_t>(batches), 0.0);  // loss sum of batch b, added in order below
+  std::vector<double> batch_abs_error(static_cast<std::size_t>(batches), 0.0);  // its absolute errors (mse), likewise
   FirstError error;
   // TODO(Task 3.4): parallel evaluation: the copies take the master's weights, then thread t runs whole batches through replica omp_get_thread_num(), filling predicted and batch_loss[b]
   // HINT: two parallel loops: one over t = 1..R-1 to copy the weights, one over the batches with schedule(dynamic); gather into the replica's own x and labels.
   // HINT: batch b holds the examples order[b * cfg.batch + n]; loss_forward_backward needs the replica's probs and dlogits, sized for a batch.
+  // HINT: its last argument, &batch_abs_error[b], collects the batch's absolute errors (the MAE of --loss mse).
   throw course::NotImplemented("Task 3.4", "03_openmp/parallel_evaluate.hpp", "docs/lessons/03_openmp.md");
   error.rethrow();
   EpochStats stats;
   for (double l : batch_loss) stats.loss_sum += l;
+  for (double a : batch_abs_error) stats.abs_error_sum += a;
   for (int i = 0; i < data.size(); ++i) stats.correct += predicted[i] == data.labels[i];
   stats.seen = data.size();
   if (predictions) *predictions = std::move(predicted);

@@ -149,11 +149,13 @@ void DeviceSums::allocate() {
   slots_.reset();  // they copy from the loss_sum that is about to go
   loss_sum.resize(1);
   correct.resize(1);
+  abs_error_sum.resize(1);
 }
 
 void DeviceSums::zero(cudaStream_t stream) {
   CUDA_CHECK(cudaMemsetAsync(loss_sum.get(), 0, sizeof(double), stream));
   CUDA_CHECK(cudaMemsetAsync(correct.get(), 0, sizeof(unsigned long long), stream));
+  CUDA_CHECK(cudaMemsetAsync(abs_error_sum.get(), 0, sizeof(double), stream));
 }
 
 DeviceLossSlots& DeviceSums::loss_slots(cudaStream_t stream, int count) {
@@ -169,6 +171,8 @@ EpochStats DeviceSums::read(long seen, cudaStream_t stream) const {
   unsigned long long count = 0;
   CUDA_CHECK(cudaMemcpyAsync(&stats.loss_sum, loss_sum.get(), sizeof(double), cudaMemcpyDeviceToHost, stream));
   CUDA_CHECK(cudaMemcpyAsync(&count, correct.get(), sizeof count, cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(
+      cudaMemcpyAsync(&stats.abs_error_sum, abs_error_sum.get(), sizeof(double), cudaMemcpyDeviceToHost, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
   stats.correct = static_cast<long>(count);
   stats.seen = seen;

@@ -17,6 +17,7 @@
 /// | activation_backward_gpu         | 4.7  | activation_backward                  |
 /// | softmax_cross_entropy_gpu       | 4.8  | softmax_cross_entropy_forward + _backward, argmax (loss.hpp, train.hpp) |
 /// | mse_gpu                         | 4.8  | mse_forward_backward                 |
+/// | absolute_error_gpu (given)      |      | absolute_error_sum (the MAE)         |
 /// | sgd_update_gpu                  | 4.9  | sgd_update (sgd.hpp)                 |
 /// | gather_batch_gpu                | 4.10 | Batcher::gather (common/data.hpp)    |
 #pragma once
@@ -38,12 +39,13 @@ void dense_forward_gpu(int gemm_kernel, const float* x, const float* W, const fl
 void dense_backward_gpu(int gemm_kernel, const float* x, const float* W, const float* dy, float* dW, float* db,
                         float* dx, int B, int IN, int OUT, cudaStream_t stream = 0);
 
-/// y = f(x) for n values (stage 01's formulas, in float).
-void activation_forward_gpu(Activation f, const float* x, float* y, long n, cudaStream_t stream = 0);
+/// y = f(x) for n values (stage 01's formulas, in float); `slope` is leaky ReLU's
+/// for x <= 0 (LayerSpec::slope: course::kDefaultLeakySlope unless the spec says otherwise).
+void activation_forward_gpu(Activation f, const float* x, float* y, long n, float slope, cudaStream_t stream = 0);
 
 /// dx = dy * f'(x) for n values; y = f(x) as computed by activation_forward_gpu.
 void activation_backward_gpu(Activation f, const float* x, const float* y, const float* dy, float* dx, long n,
-                             cudaStream_t stream = 0);
+                             float slope, cudaStream_t stream = 0);
 
 /// Softmax cross-entropy of B rows of K logits, all on the device:
 /// - adds the B per-example losses -log p_label to *loss_sum (a device double),
@@ -59,10 +61,18 @@ void softmax_cross_entropy_gpu(const float* logits, const int* labels, int B, in
 void mse_gpu(const float* outputs, const int* labels, int B, int K, float* dlogits, double* loss_sum,
              unsigned long long* correct, int* predictions, cudaStream_t stream = 0);
 
-/// The loss named `loss`: "mse" runs mse_gpu, anything else softmax_cross_entropy_gpu
-/// (the engines check the name when they are built).
+/// Adds sum_n mean_k |a_nk - onehot_k| over the B rows of `outputs` to *abs_error_sum (a
+/// device double): the numerator of the mean absolute error, stage 01's absolute_error_sum.
+/// Given code beside Task 4.8 (a metric, no gradient).
+void absolute_error_gpu(const float* outputs, const int* labels, int B, int K, double* abs_error_sum,
+                        cudaStream_t stream = 0);
+
+/// The loss named `loss`: "mse" runs mse_gpu, and absolute_error_gpu when `abs_error_sum`
+/// is not null; anything else softmax_cross_entropy_gpu (the engines check the name when
+/// they are built).
 void loss_gpu(const std::string& loss, const float* logits, const int* labels, int B, int K, float* dlogits,
-              double* loss_sum, unsigned long long* correct, int* predictions, cudaStream_t stream = 0);
+              double* loss_sum, unsigned long long* correct, int* predictions, double* abs_error_sum,
+              cudaStream_t stream = 0);
 
 /// v = momentum * v + g, then w -= lr * v, for n parameters.
 void sgd_update_gpu(float* w, const float* g, float* v, long n, float lr, float momentum, cudaStream_t stream = 0);

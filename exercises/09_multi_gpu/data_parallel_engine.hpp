@@ -76,6 +76,8 @@ class DataParallelEngine : public Engine, private GradientSync {
   /// The local engine's rows, then the all-reduce's (allreduce_timing.hpp).
   std::vector<LayerTime> layer_times() const override;
   void reset_layer_times() override;
+  /// Every rank's absolute errors (stage 06's loss) are summed over the ranks with the loss.
+  bool reports_mae() const override { return local_->reports_mae(); }
   /// Rank 0 only.
   bool writes_files() const override { return comm_->rank() == 0; }
   /// One rank alone stops where asked; several stop together at an epoch's end, when any was asked.

@@ -41,7 +41,7 @@ std::vector<double> sum_over_ranks(const std::vector<double>& mine, ncclComm_t c
 std::vector<int> gather_over_ranks(const std::vector<int>& mine, const std::vector<int>& counts, ncclComm_t comm,
                                    cudaStream_t stream, DeviceBuffer<int>& scratch);
 
-/// `mine` summed over the ranks (loss sum, correct and seen), through sum_over_ranks().
+/// `mine` summed over the ranks (loss sum, correct, seen and absolute errors), through sum_over_ranks().
 EpochStats sum_stats_over_ranks(const EpochStats& mine, ncclComm_t comm, cudaStream_t stream,
                                 DeviceBuffer<double>& scratch);
 

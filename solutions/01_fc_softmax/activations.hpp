@@ -4,12 +4,14 @@
 /// Every function works on n contiguous values, whatever their shape.
 ///
 ///     relu(x)     = max(x, 0)                  relu'     = 1 if x > 0 else 0     (so relu'(0) = 0)
-///     leaky(x)    = x if x > 0 else a x        leaky'    = 1 if x > 0 else a     (a = 0.01; leaky'(0) = a)
+///     leaky(x)    = x if x > 0 else a x        leaky'    = 1 if x > 0 else a     (a = slope; leaky'(0) = a)
 ///     sigmoid(x)  = 1 / (1 + e^-x)             sigmoid'  = y (1 - y)
 ///     tanh(x)                                  tanh'     = 1 - y^2
 ///     softplus(x) = log(1 + e^x)               softplus' = sigmoid(x)
 ///
-/// The derivatives are written with y = f(x) where that is cheaper.
+/// The derivatives are written with y = f(x) where that is cheaper. The slope a
+/// of leaky ReLU is a parameter, kLeakySlope (0.01) unless the spec says otherwise
+/// (`leaky0.1`, `--leaky-slope 0.1`); the other activations ignore it.
 ///
 /// At the kink x = 0 ReLU and leaky ReLU have no derivative; the course takes
 /// PyTorch's convention: relu'(0) = 0 and leaky'(0) = a, i.e. the gradient
@@ -27,20 +29,21 @@
 
 namespace course {
 
-/// Slope of leaky ReLU for negative inputs.
-constexpr double kLeakySlope = 0.01;
+/// Slope of leaky ReLU for negative inputs, when no other is given.
+constexpr double kLeakySlope = kDefaultLeakySlope;
 
-/// y = f(x) for n values.
+/// y = f(x) for n values; `slope` is leaky ReLU's a.
 template <typename T>
-void activation_forward(Activation f, const T* x, T* y, long n) {
+void activation_forward(Activation f, const T* x, T* y, long n, double slope = kLeakySlope) {
   // BEGIN Task 1.2: activation forward for relu, leaky, sigmoid, tanh and softplus
   // HINT: softplus overflows e^x for large x: use max(x, 0) + log1p(e^-|x|).
+  // HINT: leaky multiplies x <= 0 by the argument `slope` (kLeakySlope unless --leaky-slope says otherwise).
   switch (f) {
     case Activation::ReLU:
       for (long i = 0; i < n; ++i) y[i] = x[i] > T(0) ? x[i] : T(0);
       break;
     case Activation::LeakyReLU:
-      for (long i = 0; i < n; ++i) y[i] = x[i] > T(0) ? x[i] : T(kLeakySlope) * x[i];
+      for (long i = 0; i < n; ++i) y[i] = x[i] > T(0) ? x[i] : T(slope) * x[i];
       break;
     case Activation::Sigmoid:
       for (long i = 0; i < n; ++i) y[i] = T(1) / (T(1) + std::exp(-x[i]));
@@ -57,7 +60,8 @@ void activation_forward(Activation f, const T* x, T* y, long n) {
 
 /// dx = dy * f'(x) for n values; y = f(x) is passed in so it need not be recomputed.
 template <typename T>
-void activation_backward(Activation f, const T* x, const T* y, const T* dy, T* dx, long n) {
+void activation_backward(Activation f, const T* x, const T* y, const T* dy, T* dx, long n,
+                         double slope = kLeakySlope) {
   // BEGIN Task 1.2: activation backward, dx = dy * f'(x)
   // HINT: sigmoid' and tanh' are cheapest from y; relu' and leaky' from the sign of x.
   // HINT: at x = 0 (and -0.0) relu' is 0 and leaky' the slope, as in PyTorch: test x > 0, not x >= 0.
@@ -66,7 +70,7 @@ void activation_backward(Activation f, const T* x, const T* y, const T* dy, T* d
       for (long i = 0; i < n; ++i) dx[i] = x[i] > T(0) ? dy[i] : T(0);
       break;
     case Activation::LeakyReLU:
-      for (long i = 0; i < n; ++i) dx[i] = x[i] > T(0) ? dy[i] : T(kLeakySlope) * dy[i];
+      for (long i = 0; i < n; ++i) dx[i] = x[i] > T(0) ? dy[i] : T(slope) * dy[i];
       break;
     case Activation::Sigmoid:
       for (long i = 0; i < n; ++i) dx[i] = dy[i] * y[i] * (T(1) - y[i]);

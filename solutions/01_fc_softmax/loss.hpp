@@ -64,7 +64,11 @@ void softmax_cross_entropy_backward(const T* probs, const int* labels, T* dlogit
 ///
 ///     L = 1/(B K) sum_n sum_k (z_nk - [k == y_n])^2        dL/dz_nk = 2 (z_nk - [k == y_n]) / (B K)
 ///
-/// Returns L and writes dL/dz into dlogits.
+/// Returns L and writes dL/dz into dlogits. `outputs` are whatever the network's
+/// last layer gives: the logits z, or a = sigmoid(z) with an output activation
+/// (`--output sigmoid`, a spec ending in `fc<K>,sigmoid`). Then this is dL/da, and
+/// the sigmoid layer's backward turns it into dL/dz = dL/da * a (1 - a).
+
 template <typename T>
 T mse_forward_backward(const T* outputs, const int* labels, T* dlogits, int B, int K) {
   // BEGIN Task 1.3: mean squared error against one-hot targets, and its gradient
@@ -83,12 +87,35 @@ T mse_forward_backward(const T* outputs, const int* labels, T* dlogits, int B, i
   // END Task 1.3
 }
 
+/// The mean absolute error's numerator of a batch (a metric, not a loss: given code):
+/// sum_n mean_k |a_nk - [k == y_n]|, the sum over the B rows of each row's mean
+/// absolute difference between its K outputs and its one-hot target. The MAE of
+/// the rows is this divided by B.
+template <typename T>
+double absolute_error_sum(const T* outputs, const int* labels, int B, int K) {
+  double total = 0;
+  for (int n = 0; n < B; ++n) {
+    double row = 0;
+    for (int k = 0; k < K; ++k) {
+      const double a = static_cast<double>(outputs[static_cast<long>(n) * K + k]);
+      row += std::fabs(a - (k == labels[n] ? 1.0 : 0.0));
+    }
+    total += row / K;
+  }
+  return total;
+}
+
 /// The loss a trainer uses, by name: "cross-entropy" or "mse". Returns the mean
 /// loss of the batch and writes dL/dlogits; `scratch` holds [B, K] probabilities.
+/// With "mse" and a non-null `abs_error_sum`, also adds absolute_error_sum() of
+/// the batch to *abs_error_sum (the MAE the trainer shows: EpochStats::abs_error_sum).
 template <typename T>
 T loss_forward_backward(const std::string& loss, const T* logits, const int* labels, T* scratch, T* dlogits,
-                        int B, int K) {
-  if (loss == "mse") return mse_forward_backward(logits, labels, dlogits, B, K);
+                        int B, int K, double* abs_error_sum = nullptr) {
+  if (loss == "mse") {
+    if (abs_error_sum != nullptr) *abs_error_sum += absolute_error_sum(logits, labels, B, K);
+    return mse_forward_backward(logits, labels, dlogits, B, K);
+  }
   if (loss != "cross-entropy") throw std::invalid_argument("unknown loss '" + loss + "'");
   const T value = softmax_cross_entropy_forward(logits, labels, scratch, B, K);
   softmax_cross_entropy_backward(scratch, labels, dlogits, B, K);

@@ -81,23 +81,31 @@ class DenseLayer : public Layer<T> {
   Param<T> W_, b_;
 };
 
-/// Element-wise activation layer; keeps the shape.
+/// Element-wise activation layer; keeps the shape. `slope` is leaky ReLU's.
 template <typename T>
 class ActivationLayer : public Layer<T> {
  public:
-  ActivationLayer(const std::string& name, Activation f, Shape3 shape) : name_(name), f_(f), shape_(shape) {}
+  ActivationLayer(const std::string& name, Activation f, Shape3 shape, double slope = kLeakySlope)
+      : name_(name), f_(f), shape_(shape), slope_(slope) {}
   std::string name() const override { return name_; }
-  std::string token() const override { return activation_name(f_); }
+  std::string token() const override {
+    LayerSpec spec;
+    spec.kind = LayerKind::Activation;
+    spec.act = f_;
+    spec.slope = slope_;
+    return spec.token();  // "leaky0.1" for another slope than the default
+  }
   Shape3 out_shape() const override { return shape_; }
-  void forward(const T* x, T* y, int B) override { activation_forward(f_, x, y, B * shape_.size()); }
+  void forward(const T* x, T* y, int B) override { activation_forward(f_, x, y, B * shape_.size(), slope_); }
   void backward(const T* x, const T* y, const T* dy, T* dx, int B) override {
-    if (dx) activation_backward(f_, x, y, dy, dx, B * shape_.size());
+    if (dx) activation_backward(f_, x, y, dy, dx, B * shape_.size(), slope_);
   }
 
  private:
   std::string name_;
   Activation f_;
   Shape3 shape_;
+  double slope_;
 };
 
 /// Makes the layer for one spec entry. `in` is the shape of its input and
@@ -112,7 +120,8 @@ std::unique_ptr<Layer<T>> make_dense_or_activation(const LayerSpec& spec, Shape3
     case LayerKind::Dense:
       return std::make_unique<DenseLayer<T>>("fc" + std::to_string(index), static_cast<int>(in.size()), spec.units);
     case LayerKind::Activation:
-      return std::make_unique<ActivationLayer<T>>(activation_name(spec.act) + std::to_string(index), spec.act, in);
+      return std::make_unique<ActivationLayer<T>>(activation_name(spec.act) + std::to_string(index), spec.act, in,
+                                                  spec.slope);
     default:
       throw std::invalid_argument("layer '" + spec.token() +
                                   "' is not part of stage 01 (dense layers and activations only); "

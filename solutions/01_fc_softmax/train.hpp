@@ -26,8 +26,9 @@ int argmax(const T* scores, int K) {
 /// in batches of cfg.batch; for each batch run forward, the loss and its
 /// gradient, backward, and one SGD step on every parameter.
 ///
-/// Returns the summed loss and the correct predictions seen during the epoch
-/// (on the weights as they were when each batch was seen).
+/// Returns the summed loss, the correct predictions and (with --loss mse) the
+/// summed absolute errors seen during the epoch (on the weights as they were
+/// when each batch was seen).
 inline EpochStats train_epoch(Network<float>& net, const Dataset& data, const EngineConfig& cfg, int epoch,
                               const BatchCallback& on_batch) {
   const Batcher batcher(data, cfg.batch, cfg.seed, epoch);
@@ -38,11 +39,13 @@ inline EpochStats train_epoch(Network<float>& net, const Dataset& data, const En
   EpochStats stats;
   // BEGIN Task 1.7: the training loop: for each batch gather, forward, loss, backward, SGD step on every parameter
   // HINT: batcher.gather(b, x, y) returns the batch size; loss_forward_backward() gives the loss and dlogits.
+  // HINT: pass &stats.abs_error_sum as its last argument: with --loss mse it adds the batch's absolute errors (the MAE).
   for (int b = 0; b < batcher.num_batches(); ++b) {
     const int B = batcher.gather(b, x.data(), y.data());
     const float* logits = net.forward(x.data(), B);
     for (int n = 0; n < B; ++n) stats.correct += argmax(logits + static_cast<long>(n) * K, K) == y[n];
-    const float loss = loss_forward_backward(cfg.loss, logits, y.data(), probs.data(), dlogits.data(), B, K);
+    const float loss = loss_forward_backward(cfg.loss, logits, y.data(), probs.data(), dlogits.data(), B, K,
+                                             &stats.abs_error_sum);
     net.backward(dlogits.data(), B);
     for (Param<float>* p : net.params())
       sgd_update(p->value.ptr(), p->grad.ptr(), p->velocity.ptr(), static_cast<long>(p->value.size()),
@@ -55,8 +58,9 @@ inline EpochStats train_epoch(Network<float>& net, const Dataset& data, const En
   return stats;
 }
 
-/// Forward passes over `data` in order: summed loss, correct count, and the
-/// predicted class of every example when `predictions` is given.
+/// Forward passes over `data` in order: summed loss, correct count, summed
+/// absolute errors (with --loss mse), and the predicted class of every example
+/// when `predictions` is given.
 inline EpochStats evaluate(Network<float>& net, const Dataset& data, const EngineConfig& cfg,
                            std::vector<int>* predictions) {
   const Batcher batcher(data, cfg.batch, cfg.seed, 0, /*shuffle=*/false);
@@ -71,7 +75,8 @@ inline EpochStats evaluate(Network<float>& net, const Dataset& data, const Engin
   for (int b = 0; b < batcher.num_batches(); ++b) {
     const int B = batcher.gather(b, x.data(), y.data());
     const float* logits = net.forward(x.data(), B);
-    const float loss = loss_forward_backward(cfg.loss, logits, y.data(), probs.data(), dlogits.data(), B, K);
+    const float loss = loss_forward_backward(cfg.loss, logits, y.data(), probs.data(), dlogits.data(), B, K,
+                                             &stats.abs_error_sum);
     for (int n = 0; n < B; ++n) {
       const int predicted = argmax(logits + static_cast<long>(n) * K, K);
       stats.correct += predicted == y[n];

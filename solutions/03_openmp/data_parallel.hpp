@@ -46,7 +46,8 @@ namespace course {
 /// weights, then runs forward, the loss `loss` ("cross-entropy" or "mse") of
 /// its shard, and backward, which leaves g_t (the gradient of its shard's mean
 /// loss) in its own grad buffers. Empty shards (B < R) do nothing. Returns
-/// each shard's size, loss sum and correct predictions, indexed by t.
+/// each shard's size, loss sum, correct predictions and (with mse) summed
+/// absolute errors, indexed by t.
 template <typename T>
 std::vector<ShardResult> forward_backward_shards(std::vector<std::unique_ptr<Replica<T>>>& replicas, const T* x,
                                                  const int* labels, int B, const std::string& loss) {
@@ -58,6 +59,7 @@ std::vector<ShardResult> forward_backward_shards(std::vector<std::unique_ptr<Rep
   // BEGIN Task 3.1: in parallel, replica t runs forward, loss and backward on shard_of(B, R, t), after copying the master's weights
   // HINT: `#pragma omp parallel for num_threads(R) schedule(static, 1)` over t gives thread t the shard t; wrap the body in error.guard([&] { ... }).
   // HINT: each thread writes only its own replica and results[t]; copy_weights(replicas[0]->params, r.params) for t > 0.
+  // HINT: results[t] holds the shard's size, loss sum, correct count and absolute errors (loss_forward_backward's last argument).
 #pragma omp parallel for num_threads(R) schedule(static, 1)
   for (int t = 0; t < R; ++t) {
     error.guard([&] {
@@ -70,10 +72,12 @@ std::vector<ShardResult> forward_backward_shards(std::vector<std::unique_ptr<Rep
       for (int n = 0; n < s.size(); ++n) correct += argmax(logits + static_cast<long>(n) * K, K) == labels[s.begin + n];
       r.probs.resize(static_cast<std::size_t>(s.size()) * K);
       r.dlogits.resize(r.probs.size());
-      const T mean = loss_forward_backward(loss, logits, labels + s.begin, r.probs.data(), r.dlogits.data(), s.size(), K);
+      double abs_error = 0;  // with mse: the shard's absolute errors, for the MAE
+      const T mean = loss_forward_backward(loss, logits, labels + s.begin, r.probs.data(), r.dlogits.data(), s.size(),
+                                           K, &abs_error);
       r.net.backward(r.dlogits.data(), s.size());
       // One write per shard into the shared vector, after the work: no false sharing worth the name.
-      results[t] = {s.size(), static_cast<double>(mean) * s.size(), correct};
+      results[t] = {s.size(), static_cast<double>(mean) * s.size(), correct, abs_error};
     });
   }
   // END Task 3.1
@@ -142,6 +146,7 @@ inline EpochStats train_epoch_data_parallel(std::vector<std::unique_ptr<Replica<
     for (const ShardResult& s : shards) {
       stats.loss_sum += s.loss_sum;
       stats.correct += s.correct;
+      stats.abs_error_sum += s.abs_error_sum;
     }
     stats.seen += B;
     if (on_batch) on_batch(stats.seen, stats.loss_sum);

@@ -26,7 +26,8 @@
 namespace course {
 
 /// Forward passes over `data` in batches of cfg.batch (unshuffled), shared
-/// among replicas.size() threads: the summed loss, the correct count, and
+/// among replicas.size() threads: the summed loss, the correct count, the
+/// summed absolute errors (with --loss mse), and
 /// the predicted class of every example when `predictions` is given. The
 /// copies (replicas 1, 2, ...) first take the master's weights.
 inline EpochStats evaluate_parallel(std::vector<std::unique_ptr<Replica<float>>>& replicas, const Dataset& data,
@@ -38,10 +39,12 @@ inline EpochStats evaluate_parallel(std::vector<std::unique_ptr<Replica<float>>>
   const std::vector<int>& order = batcher.order();
   std::vector<int> predicted(static_cast<std::size_t>(data.size()), 0);
   std::vector<double> batch_loss(static_cast<std::size_t>(batches), 0.0);  // loss sum of batch b, added in order below
+  std::vector<double> batch_abs_error(static_cast<std::size_t>(batches), 0.0);  // its absolute errors (mse), likewise
   FirstError error;
   // BEGIN Task 3.4: parallel evaluation: the copies take the master's weights, then thread t runs whole batches through replica omp_get_thread_num(), filling predicted and batch_loss[b]
   // HINT: two parallel loops: one over t = 1..R-1 to copy the weights, one over the batches with schedule(dynamic); gather into the replica's own x and labels.
   // HINT: batch b holds the examples order[b * cfg.batch + n]; loss_forward_backward needs the replica's probs and dlogits, sized for a batch.
+  // HINT: its last argument, &batch_abs_error[b], collects the batch's absolute errors (the MAE of --loss mse).
 #pragma omp parallel for num_threads(R) schedule(static, 1)
   for (int t = 1; t < R; ++t) error.guard([&] { copy_weights(replicas[0]->params, replicas[t]->params); });
   error.rethrow();
@@ -55,7 +58,8 @@ inline EpochStats evaluate_parallel(std::vector<std::unique_ptr<Replica<float>>>
       r.dlogits.resize(r.probs.size());
       const int B = batcher.gather(b, r.x.data(), r.labels.data());
       const float* logits = r.net.forward(r.x.data(), B);
-      const float loss = loss_forward_backward(cfg.loss, logits, r.labels.data(), r.probs.data(), r.dlogits.data(), B, K);
+      const float loss = loss_forward_backward(cfg.loss, logits, r.labels.data(), r.probs.data(), r.dlogits.data(), B, K,
+                                               &batch_abs_error[b]);
       for (int n = 0; n < B; ++n)
         predicted[order[b * cfg.batch + n]] = argmax(logits + static_cast<long>(n) * K, K);
       batch_loss[b] = static_cast<double>(loss) * B;
@@ -65,6 +69,7 @@ inline EpochStats evaluate_parallel(std::vector<std::unique_ptr<Replica<float>>>
   error.rethrow();
   EpochStats stats;
   for (double l : batch_loss) stats.loss_sum += l;
+  for (double a : batch_abs_error) stats.abs_error_sum += a;
   for (int i = 0; i < data.size(); ++i) stats.correct += predicted[i] == data.labels[i];
   stats.seen = data.size();
   if (predictions) *predictions = std::move(predicted);

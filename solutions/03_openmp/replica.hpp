@@ -25,6 +25,7 @@ struct ShardResult {
   int size = 0;
   double loss_sum = 0.0;  ///< mean loss of the shard times its size
   long correct = 0;
+  double abs_error_sum = 0.0;  ///< with --loss mse: the shard's summed absolute errors (EpochStats::abs_error_sum)
 };
 
 /// One thread's network and the scratch buffers it works in.

@@ -4,7 +4,8 @@
 /// The formulas are stage 01's (activations.hpp), in float: expf, tanhf and
 /// log1pf are CUDA's single-precision functions (within 2 ulp of the exact
 /// value). The activation is a kernel argument, the same for every thread, so
-/// the switch costs no divergence.
+/// the switch costs no divergence; so is leaky ReLU's slope (stage 01's
+/// `slope`, 0.01 unless --leaky-slope says otherwise).
 #include "01_fc_softmax/activations.hpp"
 #include "04_cuda_matmul/mlp_kernels.hpp"
 #include "common/cuda_check.hpp"
@@ -12,10 +13,11 @@
 
 namespace course {
 
-/// y[i] = f(x[i]) for i < n.
-__global__ void activation_forward_kernel(Activation f, const float* x, float* y, long n) {
+/// y[i] = f(x[i]) for i < n; `slope` is leaky ReLU's.
+__global__ void activation_forward_kernel(Activation f, const float* x, float* y, long n, float slope) {
   // BEGIN Task 4.7 (device): one thread per value: y[i] = f(x[i]) for relu, leaky, sigmoid, tanh and softplus
   // HINT: softplus as fmaxf(v, 0) + log1pf(expf(-fabsf(v))), as in stage 01, so that it never overflows.
+  // HINT: leaky ReLU's slope is the kernel's argument `slope`, as stage 01's.
   const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const float v = x[i];
@@ -25,7 +27,7 @@ __global__ void activation_forward_kernel(Activation f, const float* x, float* y
       out = v > 0.f ? v : 0.f;
       break;
     case Activation::LeakyReLU:
-      out = v > 0.f ? v : static_cast<float>(kLeakySlope) * v;
+      out = v > 0.f ? v : slope * v;
       break;
     case Activation::Sigmoid:
       out = 1.f / (1.f + expf(-v));
@@ -41,9 +43,9 @@ __global__ void activation_forward_kernel(Activation f, const float* x, float* y
   // END Task 4.7
 }
 
-/// dx[i] = dy[i] * f'(x[i]) for i < n, with y = f(x).
+/// dx[i] = dy[i] * f'(x[i]) for i < n, with y = f(x); `slope` is leaky ReLU's.
 __global__ void activation_backward_kernel(Activation f, const float* x, const float* y, const float* dy, float* dx,
-                                           long n) {
+                                           long n, float slope) {
   // BEGIN Task 4.7 (device): one thread per value: dx[i] = dy[i] * f'(x[i]), from x (relu, leaky, softplus) or y (sigmoid, tanh)
   const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
@@ -54,7 +56,7 @@ __global__ void activation_backward_kernel(Activation f, const float* x, const f
       out = x[i] > 0.f ? g : 0.f;
       break;
     case Activation::LeakyReLU:
-      out = x[i] > 0.f ? g : static_cast<float>(kLeakySlope) * g;
+      out = x[i] > 0.f ? g : slope * g;
       break;
     case Activation::Sigmoid:
       out = g * y[i] * (1.f - y[i]);
@@ -70,18 +72,18 @@ __global__ void activation_backward_kernel(Activation f, const float* x, const f
   // END Task 4.7
 }
 
-void activation_forward_gpu(Activation f, const float* x, float* y, long n, cudaStream_t stream) {
+void activation_forward_gpu(Activation f, const float* x, float* y, long n, float slope, cudaStream_t stream) {
   // BEGIN Task 4.7: launch activation_forward_kernel with one thread per value
   // HINT: blocks_for(n) blocks of kElementwiseThreads threads (mlp_kernels.hpp).
-  activation_forward_kernel<<<blocks_for(n), kElementwiseThreads, 0, stream>>>(f, x, y, n);
+  activation_forward_kernel<<<blocks_for(n), kElementwiseThreads, 0, stream>>>(f, x, y, n, slope);
   CUDA_CHECK_LAUNCH();
   // END Task 4.7
 }
 
 void activation_backward_gpu(Activation f, const float* x, const float* y, const float* dy, float* dx, long n,
-                             cudaStream_t stream) {
+                             float slope, cudaStream_t stream) {
   // BEGIN Task 4.7: launch activation_backward_kernel with one thread per value
-  activation_backward_kernel<<<blocks_for(n), kElementwiseThreads, 0, stream>>>(f, x, y, dy, dx, n);
+  activation_backward_kernel<<<blocks_for(n), kElementwiseThreads, 0, stream>>>(f, x, y, dy, dx, n, slope);
   CUDA_CHECK_LAUNCH();
   // END Task 4.7
 }

@@ -10,8 +10,8 @@
 ///   named tensors of the Engine interface and one flat device buffer;
 /// - GpuProfiler: --profile's CUDA events around each layer's work, summed per
 ///   layer and pass;
-/// - DeviceSums: the loss sum and correct count an epoch keeps on the device,
-///   copied to the host once;
+/// - DeviceSums: the loss sum, correct count (and MAE numerator) an epoch keeps
+///   on the device, copied to the host once;
 /// - DeviceEpoch: an epoch whose batches the device gathers itself (stages 06
 ///   and 08): the data set, the epoch's order and a step counter on the device;
 /// - DeviceLossSlots: the running loss sum copied back a few steps late, so
@@ -164,16 +164,18 @@ class DeviceLossSlots {
   bool copied_by_the_step_ = false;
 };
 
-/// An epoch's loss sum and correct count, on the device, where the loss kernels add to them.
+/// An epoch's loss sum and correct count (and, with --loss mse, its summed absolute
+/// errors: EpochStats::abs_error_sum), on the device, where the loss kernels add to them.
 /// Empty until allocate(): an engine allocates after its checks that need no GPU.
 struct DeviceSums {
   DeviceBuffer<double> loss_sum;
   DeviceBuffer<unsigned long long> correct;
+  DeviceBuffer<double> abs_error_sum;
 
   void allocate();
-  /// Both back to 0, queued on `stream`.
+  /// All three back to 0, queued on `stream`.
   void zero(cudaStream_t stream = 0);
-  /// Both copied to the host after the work queued on `stream` (this waits for it: the one
+  /// All three copied to the host after the work queued on `stream` (this waits for it: the one
   /// wait of an epoch), as the stats of `seen` examples.
   EpochStats read(long seen, cudaStream_t stream = 0) const;
   /// The slots train_epoch_in_batches reads loss_sum back through, `count` of them on `stream`:

@@ -21,6 +21,7 @@ GpuMlpEngine::GpuMlpEngine(const EngineConfig& cfg, int gemm_kernel, const std::
   if (cfg.loss != "cross-entropy" && cfg.loss != "mse")
     throw std::invalid_argument("unknown loss '" + cfg.loss + "' (stage 04 has cross-entropy and mse)");
   if (cfg.batch < 1) throw std::invalid_argument("batch size must be at least 1, got " + std::to_string(cfg.batch));
+  check_output_activation(cfg.arch, cfg.loss);  // sigmoid outputs go with mse
   for (std::size_t i = 0; i < cfg.arch.layers.size(); ++i) {
     const LayerSpec& l = cfg.arch.layers[i];
     if (l.kind != LayerKind::Dense && l.kind != LayerKind::Activation)
@@ -39,6 +40,7 @@ GpuMlpEngine::GpuMlpEngine(const EngineConfig& cfg, int gemm_kernel, const std::
     GpuLayer g;
     g.kind = cfg.arch.layers[i].kind;
     g.act = cfg.arch.layers[i].act;
+    g.slope = static_cast<float>(cfg.arch.layers[i].slope);
     g.in = static_cast<int>(in.size());
     g.out = static_cast<int>(layer.out_shape().size());
     if (g.kind == LayerKind::Dense) {
@@ -129,7 +131,7 @@ const float* GpuMlpEngine::forward(const float* x, int B) {
       if (l.kind == LayerKind::Dense)
         dense_forward_gpu(gemm_kernel_, in, params_.get() + l.weight, params_.get() + l.bias, out, B, l.in, l.out);
       else
-        activation_forward_gpu(l.act, in, out, static_cast<long>(B) * l.out);
+        activation_forward_gpu(l.act, in, out, static_cast<long>(B) * l.out, l.slope);
     });
   }
   return acts_.back().get();
@@ -147,13 +149,14 @@ void GpuMlpEngine::backward(int B) {
         dense_backward_gpu(gemm_kernel_, in, params_.get() + l.weight, dy, grads_.get() + l.weight,
                            grads_.get() + l.bias, dx, B, l.in, l.out);
       else if (dx != nullptr)
-        activation_backward_gpu(l.act, in, out, dy, dx, static_cast<long>(B) * l.out);
+        activation_backward_gpu(l.act, in, out, dy, dx, static_cast<long>(B) * l.out, l.slope);
     });
   }
 }
 
 void GpuMlpEngine::loss(const float* logits, const int* labels, int B, float* dlogits, int* predictions) {
-  loss_gpu(cfg_.loss, logits, labels, B, cfg_.classes, dlogits, sums_.loss_sum.get(), sums_.correct.get(), predictions);
+  loss_gpu(cfg_.loss, logits, labels, B, cfg_.classes, dlogits, sums_.loss_sum.get(), sums_.correct.get(), predictions,
+           sums_.abs_error_sum.get());
 }
 
 // ---- epochs ---------------------------------------------------------------------

@@ -32,7 +32,7 @@
 namespace course {
 
 /// Trains a dense network (dense layers and activations: the `mlp` model, or any
-/// `--layers`) on the GPU.
+/// `--layers`, with leaky ReLU of any slope and a sigmoid output with --loss mse) on the GPU.
 class GpuMlpEngine : public Engine {
  public:
   /// Builds cfg's model on the GPU, starting from `initial` (tensors in model
@@ -70,6 +70,8 @@ class GpuMlpEngine : public Engine {
     return cfg_.profile ? profiler_.times() : std::vector<LayerTime>();
   }
   void reset_layer_times() override;
+  /// With --loss mse the loss also adds up the absolute errors (absolute_error_gpu).
+  bool reports_mae() const override { return true; }
 
   /// The gemm kernel this engine uses.
   int gemm_kernel() const { return gemm_kernel_; }
@@ -92,6 +94,7 @@ class GpuMlpEngine : public Engine {
   struct GpuLayer {
     LayerKind kind = LayerKind::Dense;
     Activation act = Activation::ReLU;
+    float slope = 0.01f;               ///< leaky ReLU's (LayerSpec::slope)
     int in = 0, out = 0;               ///< input and output values per example
     std::size_t weight = 0, bias = 0;  ///< offsets of W [out, in] and b [out] in the parameter buffer
   };

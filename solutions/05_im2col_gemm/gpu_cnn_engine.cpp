@@ -52,6 +52,7 @@ GpuCnnEngine::GpuCnnEngine(const EngineConfig& cfg, const GpuCnnOptions& options
   if (cfg.batch < 1) throw std::invalid_argument("batch size must be at least 1, got " + std::to_string(cfg.batch));
   if (options.split_k < 1)
     throw std::invalid_argument("--split-k must be at least 1 (1 = one GEMM), got " + std::to_string(options.split_k));
+  check_output_activation(cfg.arch, cfg.loss);  // sigmoid outputs go with mse
   build_layers();
 
   // The initial parameters, checked before anything is allocated on the GPU.
@@ -97,6 +98,7 @@ std::size_t GpuCnnEngine::plan_layers(const EngineConfig& cfg, std::vector<GpuLa
     GpuLayer l;
     l.kind = spec.kind;
     l.act = spec.act;
+    l.slope = static_cast<float>(spec.slope);
     l.name = layer_name(spec, ++counts[key]);
     l.token = spec.token();
     l.in = in;
@@ -267,6 +269,7 @@ const float* GpuCnnEngine::forward(const float* x, int B) {
   // BEGIN Task 5.9: the forward pass through every layer on the device: conv_forward_gpu, maxpool_forward_gpu (avgpool_forward_gpu, given, for average pools), stage 04's dense and activation kernels; Flatten is a view (its output is its input: no launch, no copy)
   // HINT: layer i reads outputs_[i - 1] (x for i = 0) and writes layers_[i].output, whose pointer it stores in outputs_[i]; a Flatten layer stores its input pointer there instead.
   // HINT: wrap each layer's work in timed(i, Pass::Forward, [&] { ... }) so that --profile can time it.
+  // HINT: an activation passes its layer's leaky ReLU slope, l.slope (forward and backward alike).
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     GpuLayer& l = layers_[i];
     const float* in = i == 0 ? x : outputs_[i - 1];
@@ -286,7 +289,7 @@ const float* GpuCnnEngine::forward(const float* x, int B) {
           dense_forward_gpu(options_.gemm_kernel, in, W, b, out, B, static_cast<int>(l.in.size()),
                             static_cast<int>(l.out.size()));
           break;
-        case LayerKind::Activation: activation_forward_gpu(l.act, in, out, B * l.out.size()); break;
+        case LayerKind::Activation: activation_forward_gpu(l.act, in, out, B * l.out.size(), l.slope); break;
         case LayerKind::Flatten: break;
       }
     });
@@ -327,7 +330,7 @@ void GpuCnnEngine::backward(int B) {
                              static_cast<int>(l.out.size()));
           break;
         case LayerKind::Activation:
-          if (dx != nullptr) activation_backward_gpu(l.act, in, outputs_[i], dy, dx, B * l.out.size());
+          if (dx != nullptr) activation_backward_gpu(l.act, in, outputs_[i], dy, dx, B * l.out.size(), l.slope);
           break;
         case LayerKind::Flatten: break;
       }
@@ -337,7 +340,8 @@ void GpuCnnEngine::backward(int B) {
 }
 
 void GpuCnnEngine::loss(const float* logits, const int* labels, int B, float* dlogits, int* predictions) {
-  loss_gpu(cfg_.loss, logits, labels, B, cfg_.classes, dlogits, sums_.loss_sum.get(), sums_.correct.get(), predictions);
+  loss_gpu(cfg_.loss, logits, labels, B, cfg_.classes, dlogits, sums_.loss_sum.get(), sums_.correct.get(), predictions,
+           sums_.abs_error_sum.get());
 }
 
 // ---- epochs ---------------------------------------------------------------------------------------

@@ -92,6 +92,8 @@ class GpuCnnEngine : public Engine {
   /// (CUDA events around each), plus rows for the batch gather, the loss and the SGD update.
   std::vector<LayerTime> layer_times() const override { return profiler_.times(); }
   void reset_layer_times() override;
+  /// With --loss mse the loss also adds up the absolute errors (stage 04's absolute_error_gpu).
+  bool reports_mae() const override { return true; }
 
   /// The parameter tensors of cfg's model, named and shaped as this engine (and every
   /// stage) names them, all zero; touches no GPU. Throws std::invalid_argument like the constructor.
@@ -127,6 +129,7 @@ class GpuCnnEngine : public Engine {
   struct GpuLayer {
     LayerKind kind = LayerKind::Dense;
     Activation act = Activation::ReLU;
+    float slope = 0.01f;               ///< leaky ReLU's (LayerSpec::slope)
     std::string name;                  ///< "conv1", "relu2", "fc1", ...
     std::string token;                 ///< its spec token, "conv16k3p1"
     Shape3 in, out;                    ///< per example

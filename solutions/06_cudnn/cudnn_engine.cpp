@@ -44,6 +44,7 @@ EngineConfig CudnnEngine::checked(const EngineConfig& cfg) {
   if (cfg.batch < 1) throw std::invalid_argument("batch size must be at least 1, got " + std::to_string(cfg.batch));
   if (cfg.classes < 1) throw std::invalid_argument("classes must be at least 1, got " + std::to_string(cfg.classes));
   layer_shapes(cfg.arch, cfg.input, cfg.classes);  // throws std::invalid_argument naming the layer that does not fit
+  check_output_activation(cfg.arch, cfg.loss);      // sigmoid outputs go with mse
   return cfg;
 }
 
@@ -75,6 +76,7 @@ CudnnEngine::CudnnEngine(const EngineConfig& cfg, bool use_graph, const std::vec
     }
     if (l.kind == LayerKind::Activation) {
       l.act = cfg_.arch.layers[i].act;
+      l.slope = static_cast<float>(cfg_.arch.layers[i].slope);
       cudnnActivationMode_t mode{};
       l.act_on_cudnn = cudnn_activation_mode(l.act, &mode);
       if (l.act_on_cudnn) {
@@ -229,7 +231,7 @@ const float* CudnnEngine::forward(const float* x, const BatchPlan& plan) {
           if (l.act_on_cudnn)
             activation_forward_cudnn(h, *l.act_desc, *lp.act, in, out);
           else
-            activation_forward_gpu(l.act, in, out, B * l.out.size(), stream());
+            activation_forward_gpu(l.act, in, out, B * l.out.size(), l.slope, stream());
           break;
         case LayerKind::Dense:
           dense_forward_cublas(h, *lp.dense, in, params_.get() + l.weight, params_.get() + l.bias, out, B,
@@ -275,7 +277,7 @@ void CudnnEngine::backward(const BatchPlan& plan) {
           if (l.act_on_cudnn)
             activation_backward_cudnn(h, *l.act_desc, *lp.act, x, y, dy, dx);
           else
-            activation_backward_gpu(l.act, x, y, dy, dx, B * l.out.size(), stream());
+            activation_backward_gpu(l.act, x, y, dy, dx, B * l.out.size(), l.slope, stream());
           break;
         case LayerKind::Dense:
           dense_backward_cublas(h, *lp.dense, x, params_.get() + l.weight, dy, grads_.get() + l.weight,
@@ -290,19 +292,21 @@ void CudnnEngine::backward(const BatchPlan& plan) {
 }
 
 void CudnnEngine::loss(const BatchPlan& plan, const float* logits, const int* labels, float* dlogits,
-                       double* loss_sum, unsigned long long* correct, int* predictions) {
+                       DeviceSums& sums, int* predictions) {
   if (cfg_.loss == "mse") {
-    mse_gpu(logits, labels, plan.B, cfg_.classes, dlogits, loss_sum, correct, predictions, stream());
+    mse_gpu(logits, labels, plan.B, cfg_.classes, dlogits, sums.loss_sum.get(), sums.correct.get(), predictions,
+            stream());
+    absolute_error_gpu(logits, labels, plan.B, cfg_.classes, sums.abs_error_sum.get(), stream());  // the MAE
   } else {
     log_softmax_cudnn(handles(), plan.logits, logits, log_probs_.get());
-    nll_from_log_softmax_gpu(log_probs_.get(), labels, plan.B, cfg_.classes, dlogits, loss_sum, correct, predictions,
-                             stream());
+    nll_from_log_softmax_gpu(log_probs_.get(), labels, plan.B, cfg_.classes, dlogits, sums.loss_sum.get(),
+                             sums.correct.get(), predictions, stream());
   }
 }
 
 // ---- the training step ------------------------------------------------------------------
 
-void CudnnEngine::queue_step(const BatchPlan& plan, double* loss_sum, unsigned long long* correct, bool update) {
+void CudnnEngine::queue_step(const BatchPlan& plan, DeviceSums& sums, bool update) {
   const DeviceDataset& data = epoch_.data();
   const long D = cfg_.input.size();
   timed(gather_row_, Pass::Forward, [&] {
@@ -311,7 +315,7 @@ void CudnnEngine::queue_step(const BatchPlan& plan, double* loss_sum, unsigned l
   });
   const float* logits = forward(act_buf_[0].get(), plan);
   timed(loss_row_, Pass::Forward,
-        [&] { loss(plan, logits, batch_labels_.get(), delta_buf_.back().get(), loss_sum, correct, nullptr); });
+        [&] { loss(plan, logits, batch_labels_.get(), delta_buf_.back().get(), sums, nullptr); });
   backward(plan);
   if (sync_ != nullptr) sync_->before_update(stream());  // also in the warm-up: the hooks' work joins the stream
   if (!update) return;
@@ -337,17 +341,17 @@ void CudnnEngine::run_captured(const BatchPlan& plan) {
       // One uncaptured pass first (no update, sums to scratch, the step counter
       // untouched), so every library call has done its one-time setup (loading
       // kernels, building plans) outside the capture, where that is allowed.
-      queue_step(plan, scratch_sums_.loss_sum.get(), scratch_sums_.correct.get(), /*update=*/false);
+      queue_step(plan, scratch_sums_, /*update=*/false);
       CUDA_CHECK(cudaStreamSynchronize(stream()));
       warmed_up_ = true;
     }
     try {
-      graph_.capture(stream(), [&] { queue_step(plan, sums_.loss_sum.get(), sums_.correct.get(), /*update=*/true); });
+      graph_.capture(stream(), [&] { queue_step(plan, sums_, /*update=*/true); });
     } catch (const GpuError& e) {
       std::cerr << "warning: capturing the training step as a CUDA graph failed (" << e.what()
                 << "); stage 06 goes on without the graph\n";
       use_graph_ = false;
-      queue_step(plan, sums_.loss_sum.get(), sums_.correct.get(), /*update=*/true);
+      queue_step(plan, sums_, /*update=*/true);
       return;
     }
     graph_key_ = key;
@@ -382,7 +386,7 @@ void CudnnEngine::train_batch(int b) {
   if (graph_enabled() && B == cfg_.batch && (sync_ == nullptr || sync_->step_may_be_captured()))
     run_captured(plan);
   else
-    queue_step(plan, sums_.loss_sum.get(), sums_.correct.get(), /*update=*/true);
+    queue_step(plan, sums_, /*update=*/true);
   if (recording_) profiler_.collect();
   recording_ = false;
   epoch_.batch_queued();
@@ -433,8 +437,7 @@ EpochStats CudnnEngine::evaluate(const Dataset& data, std::vector<int>* predicti
     const int B = std::min(cfg_.batch, n - first);
     const BatchPlan& plan = plan_for(B);
     const float* logits = forward(d.images.get() + static_cast<long>(first) * D, plan);
-    loss(plan, logits, d.labels.get() + first, nullptr, eval_sums_.loss_sum.get(), eval_sums_.correct.get(),
-         predictions_.get() + first);
+    loss(plan, logits, d.labels.get() + first, nullptr, eval_sums_, predictions_.get() + first);
   }
   const EpochStats stats = eval_sums_.read(n, stream());
   if (predictions) {

@@ -93,6 +93,8 @@ class CudnnEngine : public Engine {
   /// Non-empty for AlgoRule::Fastest, whose algorithms may add with atomics: then two
   /// runs, and a resumed run and an uninterrupted one, differ in the last bits.
   std::string nondeterminism() const override;
+  /// With --loss mse the loss also adds up the absolute errors (stage 04's absolute_error_gpu).
+  bool reports_mae() const override { return true; }
 
   // ---- the pieces of train_epoch(), public for the benchmarks and tests ----
 
@@ -160,6 +162,7 @@ class CudnnEngine : public Engine {
     std::size_t weight = 0, bias = 0;  ///< offsets of W and b in the flat parameter buffer
     int range = -1;                    ///< its entry in grad_ranges_ (layers with parameters)
     Activation act = Activation::ReLU;
+    float slope = 0.01f;               ///< leaky ReLU's (LayerSpec::slope), for stage 04's kernel
     bool act_on_cudnn = false;         ///< false: stage 04's kernel (leaky ReLU, softplus)
     std::unique_ptr<ActivationDescriptor> act_desc;
   };
@@ -197,9 +200,10 @@ class CudnnEngine : public Engine {
   const BatchPlan& plan_for(int B);
   const float* forward(const float* x, const BatchPlan& plan);
   void backward(const BatchPlan& plan);
-  void loss(const BatchPlan& plan, const float* logits, const int* labels, float* dlogits, double* loss_sum,
-            unsigned long long* correct, int* predictions);
-  void queue_step(const BatchPlan& plan, double* loss_sum, unsigned long long* correct, bool update);
+  /// The loss of the batch into `sums` (loss sum, correct count and, with mse, the absolute errors).
+  void loss(const BatchPlan& plan, const float* logits, const int* labels, float* dlogits, DeviceSums& sums,
+            int* predictions);
+  void queue_step(const BatchPlan& plan, DeviceSums& sums, bool update);
   void queue_update();
   void run_captured(const BatchPlan& plan);
   GraphKey graph_key();

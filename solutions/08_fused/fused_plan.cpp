@@ -39,6 +39,16 @@ std::vector<FusedLayer> plan_fused_layers(const Arch& arch, Shape3 input, int cl
   std::vector<FusedLayer> out;
   Shape3 in = input;
   const std::size_t L = arch.layers.size();
+  // What the fused kernels have no room for: an activation between the last dense layer and the
+  // loss, and a leaky ReLU slope other than the one fused_common.cuh compiles in.
+  if (output_activation(arch))
+    refuse(arch, L - 1, "the fused head feeds the last dense layer's outputs straight into the loss, with no output "
+                        "activation between them (--output sigmoid runs on stages 01 to 07 and 09)");
+  for (std::size_t i = 0; i < L; ++i)
+    if (arch.layers[i].kind == LayerKind::Activation && arch.layers[i].act == Activation::LeakyReLU &&
+        arch.layers[i].slope != kLeakySlope)
+      refuse(arch, i, "the fused kernels apply leaky ReLU with the slope " + slope_text(kLeakySlope) +
+                          " compiled in (--leaky-slope runs on stages 01 to 07 and 09)");
   for (std::size_t i = 0; i < L;) {
     const LayerSpec& spec = arch.layers[i];
     FusedLayer f;

@@ -131,9 +131,9 @@ EpochStats DataParallelEngine::train_epoch(const Dataset& train, int epoch, cons
   }
   timing_.recording = false;
   const EpochStats mine = local_->end_epoch();
-  const std::vector<double> sums =
-      sum_over_ranks_now({mine.loss_sum, static_cast<double>(mine.correct), static_cast<double>(mine.seen)});
-  return {sums[0], static_cast<long>(sums[1]), static_cast<long>(sums[2])};
+  const std::vector<double> sums = sum_over_ranks_now(
+      {mine.loss_sum, static_cast<double>(mine.correct), static_cast<double>(mine.seen), mine.abs_error_sum});
+  return {sums[0], static_cast<long>(sums[1]), static_cast<long>(sums[2]), sums[3]};
 }
 
 const Dataset& DataParallelEngine::evaluation_slice(const Dataset& data) {
@@ -158,8 +158,8 @@ const Dataset& DataParallelEngine::evaluation_slice(const Dataset& data) {
 EpochStats DataParallelEngine::evaluate(const Dataset& data, std::vector<int>* predictions) {
   std::vector<int> mine;
   const EpochStats local = local_->evaluate(evaluation_slice(data), predictions != nullptr ? &mine : nullptr);
-  const std::vector<double> sums =
-      sum_over_ranks_now({local.loss_sum, static_cast<double>(local.correct), static_cast<double>(local.seen)});
+  const std::vector<double> sums = sum_over_ranks_now(
+      {local.loss_sum, static_cast<double>(local.correct), static_cast<double>(local.seen), local.abs_error_sum});
   if (predictions != nullptr) {
     std::vector<int> counts;
     for (int r = 0; r < world(); ++r) counts.push_back(shard_of(data.size(), world(), r).size());
@@ -167,7 +167,7 @@ EpochStats DataParallelEngine::evaluate(const Dataset& data, std::vector<int>* p
     *predictions = gather_over_ranks(mine, counts, comm_->get(), local_->handles().stream, gathered_);
     comm_->watchdog().count_on(local_->handles().stream);
   }
-  return {sums[0], static_cast<long>(sums[1]), static_cast<long>(sums[2])};
+  return {sums[0], static_cast<long>(sums[1]), static_cast<long>(sums[2]), sums[3]};
 }
 
 bool DataParallelEngine::stop_requested(bool asked, bool at_epoch_end) {

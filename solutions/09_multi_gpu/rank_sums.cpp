@@ -65,11 +65,13 @@ std::vector<int> gather_over_ranks(const std::vector<int>& mine, const std::vect
 EpochStats sum_stats_over_ranks(const EpochStats& mine, ncclComm_t comm, cudaStream_t stream,
                                 DeviceBuffer<double>& scratch) {
   const std::vector<double> sums = sum_over_ranks(
-      {mine.loss_sum, static_cast<double>(mine.correct), static_cast<double>(mine.seen)}, comm, stream, scratch);
+      {mine.loss_sum, static_cast<double>(mine.correct), static_cast<double>(mine.seen), mine.abs_error_sum}, comm,
+      stream, scratch);
   EpochStats all;
   all.loss_sum = sums[0];
   all.correct = static_cast<long>(sums[1]);
   all.seen = static_cast<long>(sums[2]);
+  all.abs_error_sum = sums[3];
   return all;
 }
 

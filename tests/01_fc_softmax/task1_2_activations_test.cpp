@@ -111,3 +111,23 @@ TEST(Task1_2_Activations, GradientCheckEveryActivation) {
     EXPECT_GRADIENT_OK(result);
   }
 }
+
+// --leaky-slope: leaky ReLU takes its slope from the last argument, forward and backward
+// (a learner who keeps kLeakySlope in the formula passes the tests above, not this one).
+TEST(Task1_2_Activations, LeakyUsesTheSlopeItIsGiven) {
+  const std::vector<double> x = {-2.0, -0.5, 0.5, 3.0}, dy = {1.0, -2.0, 3.0, -4.0};
+  for (const double slope : {0.1, 0.25}) {
+    std::vector<double> y(4, -999), dx(4, -999);
+    activation_forward(Activation::LeakyReLU, x.data(), y.data(), 4, slope);
+    activation_backward(Activation::LeakyReLU, x.data(), y.data(), dy.data(), dx.data(), 4, slope);
+    const std::vector<double> want_y = {-2.0 * slope, -0.5 * slope, 0.5, 3.0};
+    const std::vector<double> want_dx = {1.0 * slope, -2.0 * slope, 3.0, -4.0};
+    const std::vector<double> default_y = {-2.0 * kLeakySlope, -0.5 * kLeakySlope, 0.5, 3.0};
+    const std::vector<double> default_dx = {1.0 * kLeakySlope, -2.0 * kLeakySlope, 3.0, -4.0};
+    const std::string at = " with slope " + std::to_string(slope) + " at x = -2, -0.5, 0.5, 3";
+    EXPECT_TRUE(testkit::tensor_matches("leaky(x)" + at, {{"i", 4}}, y, want_y, testkit::kDoubleEq,
+                                        {{"the default slope kLeakySlope, not the one passed in", default_y}}));
+    EXPECT_TRUE(testkit::tensor_matches("dx of leaky" + at, {{"i", 4}}, dx, want_dx, testkit::kDoubleEq,
+                                        {{"the default slope kLeakySlope, not the one passed in", default_dx}}));
+  }
+}

@@ -116,3 +116,28 @@ TEST(Task1_7_Training, EvaluateRecordsEveryPrediction) {
                                       testkit::Tolerance{0, 1e-6},
                                       {{"adding each batch's mean loss, not mean x batch size", {sum_of_means}}}));
 }
+
+// --loss mse: the loops pass &stats.abs_error_sum to loss_forward_backward, so that the
+// trainer can show the mean absolute error (MAE) of the outputs beside the loss.
+TEST(Task1_7_Training, MseAddsUpTheAbsoluteErrors) {
+  const Dataset data = make_synthetic(77, {1, 28, 28}, 10, 3);
+  EngineConfig cfg = small_mlp(data);
+  cfg.loss = "mse";
+  cfg.arch = parse_arch("fc32,relu,fc10,sigmoid");  // outputs in (0, 1), as --output sigmoid gives
+  // The reference: every example's mean_k |a_k - onehot_k| on the initial weights, read here.
+  Network<float> ref = make_net(cfg);
+  const float* outputs = ref.forward(data.images.data(), data.size());
+  const double want = absolute_error_sum(outputs, data.labels.data(), data.size(), 10);
+
+  Network<float> net = make_net(cfg);
+  const EpochStats evaluated = evaluate(net, data, cfg, nullptr);
+  EXPECT_TRUE(testkit::scalar_matches("abs_error_sum of evaluate() with --loss mse on 77 examples",
+                                      evaluated.abs_error_sum, want, testkit::Tolerance{0, 1e-6},
+                                      {{"left at 0: pass &stats.abs_error_sum to loss_forward_backward", {0.0}}}));
+  // One batch of all 77: train_epoch sees them on the initial weights too (in another order).
+  cfg.batch = data.size();
+  const EpochStats trained = train_epoch(net, data, cfg, 0, {});
+  EXPECT_TRUE(testkit::scalar_matches("abs_error_sum of train_epoch() with --loss mse, one batch of 77",
+                                      trained.abs_error_sum, want, testkit::Tolerance{0, 1e-6},
+                                      {{"left at 0: pass &stats.abs_error_sum to loss_forward_backward", {0.0}}}));
+}

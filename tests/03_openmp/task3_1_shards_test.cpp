@@ -136,3 +136,28 @@ TEST(Task3_1_Shards, UnknownLossIsAnErrorNotACrash) {
     EXPECT_NE(std::string(e.what()).find("hinge"), std::string::npos) << e.what();
   }
 }
+
+// --loss mse: every shard reports its absolute errors (loss_forward_backward's last argument),
+// the sum over its rows of mean_k |a_k - onehot_k|, for the MAE the trainer shows.
+TEST(Task3_1_Shards, MseShardsReportTheirAbsoluteErrors) {
+  const std::string spec = "fc24,relu,fc10,sigmoid";  // the practice's sigmoid outputs
+  const int R = 3, B = 7;
+  TestReplicas<float> r(spec, kMlpInput, R, make_dense_or_activation<float>, 21);
+  const Dataset batch = make_synthetic(B, kMlpInput, kClasses, 22);
+  const std::vector<NamedTensor> weights = parameters_of(r.master);
+  const std::vector<ShardResult> results =
+      forward_backward_shards(r.set.replicas, batch.images.data(), batch.labels.data(), B, "mse");
+  ASSERT_EQ(results.size(), static_cast<std::size_t>(R));
+  for (int t = 0; t < R; ++t) {
+    const Shard s = shard_of(B, R, t);
+    Network<float> ref(parse_arch(spec), kMlpInput, kClasses, make_dense_or_activation<float>);
+    for (std::size_t p = 0; p < weights.size(); ++p) ref.params()[p]->value.data = weights[p].tensor.data;
+    const double want =
+        absolute_error_sum(ref.forward(batch.image(s.begin), s.size()), batch.labels.data() + s.begin, s.size(), kClasses);
+    EXPECT_TRUE(testkit::scalar_matches("abs_error_sum of shard " + std::to_string(t) + " with --loss mse",
+                                        results[t].abs_error_sum, want, testkit::kExact,
+                                        {{"left at 0: pass a double's address to loss_forward_backward and keep it in "
+                                          "results[t]",
+                                          {0.0}}}));
+  }
+}

@@ -74,3 +74,32 @@ TEST(Task3_4_ParallelEvaluate, PredictionsAreOptional) {
   EXPECT_EQ(s.seen, 40) << "examples seen by evaluate_parallel with predictions = nullptr";
   EXPECT_GT(s.loss_sum, 0.0) << "loss_sum of evaluate_parallel with predictions = nullptr";
 }
+
+// --loss mse: each batch's absolute errors go into its own slot (loss_forward_backward's last
+// argument) and are added in batch order, as stage 01 adds them: the MAE the trainer shows.
+TEST(Task3_4_ParallelEvaluate, MseAbsoluteErrorsSameAsOneThread) {
+  const std::string spec = "fc24,relu,fc10,sigmoid";  // the practice's sigmoid outputs
+  for (int R : {1, 3}) {
+    TestReplicas<float> r(spec, kMlpInput, R, make_dense_or_activation<float>, 71);
+    const Dataset data = make_synthetic(77, kMlpInput, kClasses, 72);
+    EngineConfig cfg = config(spec, kMlpInput, 16, R);
+    cfg.loss = "mse";
+    const EpochStats got = evaluate_parallel(r.set.replicas, data, cfg, nullptr);
+
+    Network<float> ref(parse_arch(spec), kMlpInput, kClasses, make_dense_or_activation<float>);
+    const auto weights = parameters_of(r.master);
+    for (std::size_t p = 0; p < weights.size(); ++p) ref.params()[p]->value.data = weights[p].tensor.data;
+    const Batcher batcher(data, cfg.batch, cfg.seed, 0, /*shuffle=*/false);
+    std::vector<float> x(static_cast<std::size_t>(cfg.batch) * kMlpInput.size());
+    std::vector<int> y(static_cast<std::size_t>(cfg.batch));
+    double want = 0;
+    for (int b = 0; b < batcher.num_batches(); ++b) {
+      const int B = batcher.gather(b, x.data(), y.data());
+      want += absolute_error_sum(ref.forward(x.data(), B), y.data(), B, kClasses);
+    }
+    EXPECT_TRUE(testkit::scalar_matches("abs_error_sum of evaluate_parallel with --loss mse, " + std::to_string(R) +
+                                            " threads (the batches' absolute errors, added in batch order)",
+                                        got.abs_error_sum, want, testkit::kExact,
+                                        {{"left at 0: pass &batch_abs_error[b] to loss_forward_backward", {0.0}}}));
+  }
+}

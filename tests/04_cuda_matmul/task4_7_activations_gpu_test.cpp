@@ -1,6 +1,7 @@
 // Task 4.7: every activation, forward and backward, against stage 01's on the same values.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "01_fc_softmax/activations.hpp"
@@ -30,6 +31,9 @@ std::vector<float> test_inputs() {
 // the GPU and the C library's within 1; 1e-5 relative is ~80 ulp of slack.
 constexpr double kAtol = 1e-6, kRtol = 1e-5;
 
+// Leaky ReLU's default slope, as every stage passes it unless a spec says otherwise.
+constexpr float kSlope = static_cast<float>(kLeakySlope);
+
 }  // namespace
 
 TEST(Task4_7_ActivationsGpu, ForwardMatchesStage01) {
@@ -38,7 +42,7 @@ TEST(Task4_7_ActivationsGpu, ForwardMatchesStage01) {
   const long n = static_cast<long>(x.size());
   for (Activation f : kAll) {
     DeviceBuffer<float> dx_in = to_device(x), y(x.size());
-    activation_forward_gpu(f, dx_in.get(), y.get(), n);
+    activation_forward_gpu(f, dx_in.get(), y.get(), n, kSlope);
     const std::vector<float> got = to_host(y);
     std::vector<float> ref(x.size());
     activation_forward(f, x.data(), ref.data(), n);
@@ -56,12 +60,33 @@ TEST(Task4_7_ActivationsGpu, BackwardMatchesStage01) {
     // Both sides get the same y (the GPU's forward, so that the GPU code runs
     // first), and only the backward passes are compared.
     DeviceBuffer<float> dev_x = to_device(x), dev_y(x.size()), dev_dy = to_device(dy), dx(x.size());
-    activation_forward_gpu(f, dev_x.get(), dev_y.get(), n);
-    activation_backward_gpu(f, dev_x.get(), dev_y.get(), dev_dy.get(), dx.get(), n);
+    activation_forward_gpu(f, dev_x.get(), dev_y.get(), n, kSlope);
+    activation_backward_gpu(f, dev_x.get(), dev_y.get(), dev_dy.get(), dx.get(), n, kSlope);
     const std::vector<float> y = to_host(dev_y), got = to_host(dx);
     std::vector<float> ref(x.size());
     activation_backward(f, x.data(), y.data(), dy.data(), ref.data(), n);
     EXPECT_TRUE(close_enough(std::string(activation_name(f)) + " backward", got, ref, {{"i", static_cast<int>(n)}},
                              kAtol, kRtol, kRtol));
+  }
+}
+
+// --leaky-slope: the slope is the kernels' argument, not the constant 0.01.
+TEST(Task4_7_ActivationsGpu, LeakySlopeIsTheArgument) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<float> x = test_inputs();
+  const std::vector<float> dy = random_floats(x.size(), 74);
+  const long n = static_cast<long>(x.size());
+  for (const float slope : {0.1f, 0.3f}) {
+    DeviceBuffer<float> dev_x = to_device(x), dev_y(x.size()), dev_dy = to_device(dy), dx(x.size());
+    activation_forward_gpu(Activation::LeakyReLU, dev_x.get(), dev_y.get(), n, slope);
+    activation_backward_gpu(Activation::LeakyReLU, dev_x.get(), dev_y.get(), dev_dy.get(), dx.get(), n, slope);
+    std::vector<float> ref_y(x.size()), ref_dx(x.size());
+    activation_forward(Activation::LeakyReLU, x.data(), ref_y.data(), n, slope);
+    activation_backward(Activation::LeakyReLU, x.data(), ref_y.data(), dy.data(), ref_dx.data(), n, slope);
+    const std::string what = "leaky, slope " + std::to_string(slope) + " (the kernels' argument, not kLeakySlope)";
+    EXPECT_TRUE(close_enough(what + " forward", to_host(dev_y), ref_y, {{"i", static_cast<int>(n)}}, kAtol, kRtol,
+                             kRtol));
+    EXPECT_TRUE(close_enough(what + " backward", to_host(dx), ref_dx, {{"i", static_cast<int>(n)}}, kAtol, kRtol,
+                             kRtol));
   }
 }

@@ -30,8 +30,8 @@ Result run_gpu(Activation f) {
   const long n = static_cast<long>(kX.size());
   DeviceBuffer<float> x = to_device(kX), y = poisoned<float>(kX.size()), dy = to_device(kDy),
                       dx = poisoned<float>(kX.size());
-  activation_forward_gpu(f, x.get(), y.get(), n);
-  activation_backward_gpu(f, x.get(), y.get(), dy.get(), dx.get(), n);
+  activation_forward_gpu(f, x.get(), y.get(), n, static_cast<float>(kLeakySlope));
+  activation_backward_gpu(f, x.get(), y.get(), dy.get(), dx.get(), n, static_cast<float>(kLeakySlope));
   return {to_host(y), to_host(dx)};
 }
 

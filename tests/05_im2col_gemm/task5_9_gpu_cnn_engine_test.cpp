@@ -82,6 +82,12 @@ void check_against_stage02(const std::string& spec, Shape3 input, int batch, int
       << context << ": summed training loss, GPU (first) and stage 02 (second)";
   EXPECT_NEAR(gpu_test.loss_sum, cpu_test.loss_sum, kLossRtol * cpu_test.loss_sum)
       << context << ": summed test loss, GPU (first) and stage 02 (second)";
+  if (loss == "mse") {  // the MAE's numerator, added up beside the loss (stage 04's absolute_error_gpu)
+    EXPECT_NEAR(gpu_train.abs_error_sum, cpu_train.abs_error_sum, kLossRtol * cpu_train.abs_error_sum)
+        << context << ": summed absolute errors of the epoch, GPU (first) and stage 02 (second)";
+    EXPECT_NEAR(gpu_test.abs_error_sum, cpu_test.abs_error_sum, kLossRtol * cpu_test.abs_error_sum)
+        << context << ": summed absolute errors of the test set, GPU (first) and stage 02 (second)";
+  }
   int differ = 0;
   std::string which;  // the first few that differ
   for (std::size_t i = 0; i < cpu_predictions.size(); ++i)
@@ -126,6 +132,15 @@ TEST(Task5_9_GpuCnnEngine, SmallCnnWithStridesOverlapsAndAShortLastBatch) {
     check_against_stage02(spec, {1, 12, 12}, 8, (kSteps - 1) * 8 + 5, o);
     check_against_stage02(spec, {1, 12, 12}, 8, kSteps * 8, o, "mse");
   }
+}
+
+// The practice's network with conv layers: leaky ReLU of slope 0.3 (each activation passes its
+// layer's slope to stage 04's kernels) and a sigmoid output under the MSE (--output sigmoid).
+TEST(Task5_9_GpuCnnEngine, LeakySlopeAndSigmoidOutputMatchStage02) {
+  SKIP_WITHOUT_GPU();
+  const std::string spec = "conv4k3p1,leaky0.3,pool2,flatten,fc16,leaky0.3,fc10,sigmoid";
+  check_against_stage02(spec, {1, 12, 12}, 8, kSteps * 8, {}, "mse");
+  check_against_stage02(spec, {1, 12, 12}, 8, kSteps * 8, {kGemmCublas, Unroll::Image, kDefaultSplitK}, "mse");
 }
 
 // `cnn-deep` on CIFAR-shaped input: three channels in, three conv blocks.

@@ -58,6 +58,10 @@ void expect_matches_cpu(const std::string& spec, Shape3 input, int batch, int ex
   EXPECT_EQ(got.seen, want.seen) << context;
   EXPECT_NEAR(got.loss_sum, want.loss_sum, kStepsLossRtol * want.loss_sum) << context << ": summed loss of the epoch";
   EXPECT_NEAR(got.correct, want.correct, 1) << context << ": correct predictions during the epoch";
+  if (loss == "mse") {  // the MAE's numerator, added up beside the loss
+    EXPECT_NEAR(got.abs_error_sum, want.abs_error_sum, kStepsLossRtol * want.abs_error_sum)
+        << context << ": summed absolute errors of the epoch";
+  }
   const std::vector<NamedTensor> trained = cpu.get_parameters();
   expect_same_parameters(gpu.get_parameters(), trained, context);
   bool moved = false;
@@ -104,6 +108,26 @@ TEST(Stage06_Engine, EveryLayerKindMatchesStage02) {
   expect_matches_cpu("conv6k5p2s2,leaky,pool3s2p1,conv8k3p1,softplus,flatten,fc24,tanh,fc16,sigmoid,fc10",
                      {3, 13, 12}, 16, 10 * 16, "cross-entropy", true);
   expect_matches_cpu("conv4k3,relu,fc10", {1, 9, 9}, 8, 8 * 8 + 3, "mse", true);
+}
+
+// The practice's network (--leaky-slope 0.3 --output sigmoid --loss mse): leaky ReLU on stage
+// 04's kernel with the layer's slope, the output sigmoid on cuDNN, and the MSE's absolute errors;
+// with the graph and without.
+TEST(Stage06_Engine, LeakySlopeAndSigmoidOutputMatchStage02) {
+  S06_SKIP_WITHOUT_GPU();
+  const std::string spec = "conv4k3p1,leaky0.3,pool2,flatten,fc16,leaky0.3,fc10,sigmoid";
+  const EngineConfig cfg = comparison_config(spec, {1, 12, 12}, 8, kCnnStepsLr, "mse");
+  expect_matches_cpu(spec, {1, 12, 12}, 8, 20 * 8, "mse", true, kCnnStepsLr, spread_parameters(cfg, 99));
+  expect_matches_cpu(spec, {1, 12, 12}, 8, 20 * 8, "mse", false, kCnnStepsLr, spread_parameters(cfg, 99));
+  const std::string m = [&] {
+    try {
+      CudnnEngine engine(comparison_config(spec, {1, 12, 12}, 8, 0.05, "cross-entropy"));
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  }();
+  EXPECT_NE(m.find("--loss mse"), std::string::npos) << "a sigmoid output with cross-entropy: " << m;
 }
 
 // The MLP: dense layers on cuBLAS only.

@@ -108,6 +108,19 @@ TEST(Stage08_Plan, RefusesWhatItCannotFuse) {
   EXPECT_THROW(FusedEngine::plan(cfg), std::invalid_argument);
 }
 
+// The practice's network: the fused head feeds the logits straight into the loss (no
+// --output sigmoid), and the fused kernels compile leaky ReLU's default slope in (no
+// --leaky-slope); both are refused with the stages that run them.
+TEST(Stage08_Plan, RefusesTheSigmoidOutputAndOtherLeakySlopes) {
+  const std::string output = refusal("fc16,relu,fc10,sigmoid");
+  EXPECT_TRUE(contains(output, "layer 4 'sigmoid'")) << output;
+  EXPECT_TRUE(contains(output, "--output sigmoid runs on stages 01 to 07 and 09")) << output;
+  const std::string slope = refusal("conv8k3p1,leaky0.1,pool2,flatten,fc10");
+  EXPECT_TRUE(contains(slope, "layer 2 'leaky0.1'")) << slope;
+  EXPECT_TRUE(contains(slope, "--leaky-slope runs on stages 01 to 07 and 09")) << slope;
+  EXPECT_EQ(refusal("conv8k3p1,leaky,pool2,flatten,fc16,leaky,fc10"), "") << "the default slope is fused";
+}
+
 TEST(Stage08_Plan, ConvBlockShapesItCannotRunAreRefused) {
   EXPECT_THROW(make_conv_block_shape(1, 8, 8, 4, 7, 3, 2, FusedAct::ReLU), std::invalid_argument);  // 7x7
   EXPECT_THROW(make_conv_block_shape(1, 8, 8, 4, 3, 1, 3, FusedAct::ReLU), std::invalid_argument);  // pool 3

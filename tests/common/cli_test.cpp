@@ -246,7 +246,8 @@ TEST(Cli, OptionsAsJson) {
   EXPECT_EQ(j["epochs"], 4);
   for (const char* key : {"model", "arch", "layers", "activation", "loss", "dataset", "data_dir", "epochs", "batch",
                           "lr", "momentum", "seed", "threads", "save", "load", "evaluate", "limit", "profile",
-                          "json", "verbose", "progress", "resize", "channels", "val_fraction"})
+                          "json", "verbose", "progress", "resize", "channels", "val_fraction", "output",
+                          "leaky_slope"})
     EXPECT_TRUE(j.contains(key)) << key;
 }
 
