@@ -38,7 +38,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv >>"$LOG" 2>&1
 if [ "$MODE" = build ] || [ "$MODE" = all ]; then
   step configure 120 cmake -S . -B "$BUILD" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=Release -DCOURSE_WERROR=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DCOURSE_BUILD_BENCHMARKS=OFF -DCMAKE_PREFIX_PATH="$PWD/.carry/prefix"
-  step build 480 cmake --build "$BUILD" -j16 --target "${TARGETS[@]}"
+  step build 480 cmake --build "$BUILD" -j16 --target "${TARGETS[@]}" -- -k 0  # one failure does not stop the rest
   grep -E "error|Error" "$LOG" | head -40 >"$OUT/build_errors.txt"
 fi
 if [ "$MODE" = tests ] || [ "$MODE" = all ]; then
