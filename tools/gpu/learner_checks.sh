@@ -25,7 +25,8 @@ SUMMARY=()
 . tools/gpu/steps.sh
 
 GENERATOR=()
-command -v ninja >/dev/null && GENERATOR=(-G Ninja)
+KEEP_GOING=(-- -k)  # one failure does not stop the rest of the build
+command -v ninja >/dev/null && GENERATOR=(-G Ninja) && KEEP_GOING=(-- -k 0)
 TARGETS=()
 for s in 01 02 03 04 05 06 07 08 09; do TARGETS+=(s${s}_tests_solution s${s}_tests_exercise); done
 TARGETS+=(common_tests)
@@ -38,7 +39,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv >>"$LOG" 2>&1
 if [ "$MODE" = build ] || [ "$MODE" = all ]; then
   step configure 120 cmake -S . -B "$BUILD" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=Release -DCOURSE_WERROR=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DCOURSE_BUILD_BENCHMARKS=OFF -DCMAKE_PREFIX_PATH="$PWD/.carry/prefix"
-  step build 480 cmake --build "$BUILD" -j16 --target "${TARGETS[@]}" -- -k 0  # one failure does not stop the rest
+  step build 480 cmake --build "$BUILD" -j16 --target "${TARGETS[@]}" "${KEEP_GOING[@]}"
   grep -E "error|Error" "$LOG" | head -40 >"$OUT/build_errors.txt"
 fi
 if [ "$MODE" = tests ] || [ "$MODE" = all ]; then
