@@ -74,8 +74,12 @@ def headline(exp, payload):
         if not fit or not base or base["status"] != "ok" or not fit.get("speedup_at_most_threads"):
             return "not run"
         top = _row(payload, model="m0", stage="03_openmp", threads=fit["most_threads"])
-        return (f"M0: {tables.fmt_s(base['seconds'])} an epoch on 1 thread, {tables.fmt_s(top['seconds'])} on "
-                f"{fit['most_threads']} ({tables.fmt_x(fit['speedup_at_most_threads'])})")
+        points = [f"{tables.fmt_s(top['seconds'])} on {fit['most_threads']} "
+                  f"({tables.fmt_x(fit['speedup_at_most_threads'])})"]
+        eight = _row(payload, model="m0", stage="03_openmp", threads=8)   # the thesis's count
+        if fit["most_threads"] != 8 and eight and eight["status"] == "ok" and eight.get("speedup_vs_stage02"):
+            points.insert(0, f"{tables.fmt_s(eight['seconds'])} on 8 ({tables.fmt_x(eight['speedup_vs_stage02'])})")
+        return f"M0: {tables.fmt_s(base['seconds'])} an epoch on 1 thread, " + ", ".join(points)
     if exp == "e2":
         parts = []
         for s in ("03_openmp", "05_im2col_gemm", "06_cudnn", "08_fused"):
@@ -90,35 +94,62 @@ def headline(exp, payload):
         c = payload.get("crossover", {})
         if not any(x["ratio"] for v in c.values() for x in v["ratios"]):
             return "not run: " + short(next((r["reason"] for r in payload["rows"] if r.get("reason")), "no GPU"))
-        ratios = [x["ratio"] for x in c["graph on"]["ratios"] if x["ratio"]]
-        return (f"05 / 06 (graph) {min(ratios):.2f}x to {max(ratios):.2f}x; crossover: {c['graph on']['verdict']}"
-                f" (graph off: {c['graph off']['verdict']})")
+        parts = []
+        for label, what in (("graph off", "graph off (like for like)"), ("graph on", "graph on")):
+            ratios = [x["ratio"] for x in c[label]["ratios"] if x["ratio"]]
+            if ratios:
+                verdict = c[label]["verdict"]
+                verdict = verdict[len("none: "):] if verdict.startswith("none: ") else "crossover " + verdict
+                parts.append(f"{what} {tables.fmt_x(min(ratios))} to {tables.fmt_x(max(ratios))}, {verdict}")
+        return "05 / 06, " + "; ".join(parts)
     if exp == "e4":
         t = [r for r in payload["table"] if r["stage05_ms"] and r["stage06_ms"]]
         if not t:
             return "not run: " + short(next((r["reason"] for r in payload["rows"] if r.get("reason")), "no GPU"))
-        faster = sum(1 for r in t if r["stage05_ms"] > r["stage06_ms"])
-        return f"cuDNN faster on {faster} of {len(t)} layers"
+        return "cuDNN faster on " + faster_layers([(r["layer"], r["stage06_ms"], r["stage05_ms"]) for r in t])
     if exp == "e5":
         s = pooling.seconds(payload, "k2s2p0", "serial", 1024)
-        w = pooling.seconds(payload, "k2s2p0", "gpu_per_window", 1024)
         a = payload.get("analysis", {}).get("k2s2p0", {})
         p = (a.get("amdahl", {}).get("1024") or {}).get("p")
         parts = [f"serial at 1024: {tables.fmt_s(s)}"] if s else []
-        if w:
-            parts.append(f"GPU a copy per window at 1024: {tables.fmt_s(w)}")
         g = a.get("beats_serial", {}).get("gpu_with_transfers", {})
         if g.get("from_size") or g.get("never"):
             parts.append("GPU + copies beats serial " + (f"from N = {g['from_size']:,}" if g.get("from_size") else "never"))
+        # The study's way at 1024, or at the largest size it was timed at (--per-window-max leaves out the rest).
+        timed = [n for n in sorted({r["N"] for r in payload.get("rows", [])})
+                 if n <= 1024 and pooling.seconds(payload, "k2s2p0", "gpu_per_window", n)]
+        if timed:
+            never = a.get("beats_serial", {}).get("gpu_per_window", {}).get("never")
+            parts.append(f"GPU a copy per window at {timed[-1]:,}: "
+                         f"{tables.fmt_s(pooling.seconds(payload, 'k2s2p0', 'gpu_per_window', timed[-1]))}"
+                         + (", never ahead of serial" if never else ""))
         if p is not None:
             parts.append(f"OpenMP p = {p:.3f} at 1024")
         return "; ".join(parts) or "not run"
     if exp == "e6":
         if payload.get("speedup"):
             return f"stage 04 / stage 01: {tables.fmt_x(payload['speedup'])}"
+        ran = [r for r in payload.get("rows", []) if r["status"] == "ok"]
+        if ran:   # one stage ran (stage 01 on a machine without a GPU): its figure, and why the other did not
+            return "; ".join([f"stage {r['stage'][:2]}: {tables.fmt_s(r['seconds'])} an epoch" for r in ran] +
+                             [f"stage {r['stage'][:2]} {r['status']}: {tables.flags_as_code(short(r.get('reason') or '?'))}"
+                              for r in payload["rows"] if r["status"] != "ok"])
         return "not run: " + tables.flags_as_code(payload.get("reason") or next(
             (r["reason"] for r in payload.get("rows", []) if r.get("reason")), "?"))
     return ""
+
+
+def faster_layers(layers):
+    """'6 of 12 layers (1 of 6 conv, 5 of 6 pool)' from (name, cuDNN ms, CUDA ms) rows: where cuDNN took less,
+    in all and by kind of layer (a name's first word)."""
+    def faster(rows):
+        return sum(1 for _, cudnn, cuda in rows if cuda > cudnn)
+
+    by_kind = {}
+    for layer in layers:
+        by_kind.setdefault(layer[0].split(" ")[0], []).append(layer)
+    split = ", ".join(f"{faster(rows)} of {len(rows)} {kind}" for kind, rows in by_kind.items())
+    return f"{faster(layers)} of {len(layers)} layers" + (f" ({split})" if len(by_kind) > 1 else "")
 
 
 LABELS = {"e1": "E1: thesis Figs 5.1-5.2", "e2": "E2: thesis Fig 5.3", "e3": "E3: thesis Fig 5.4",
@@ -127,7 +158,8 @@ STUDY_HEADLINES = {
     "e1": "M0: 101 s an epoch sequential, 12.76 s with OpenMP on 8 threads (7.9x)",
     "e2": "OpenMP, CUDA, cuDNN per model (values not transcribed; M0's OpenMP 12.76 s)",
     "e3": studies.THESIS_FIG54,
-    "e4": "cuDNN faster on 9 of 12 layers (conv back 1: 0.065 against 0.16 ms)",
+    "e4": "cuDNN faster on " + faster_layers([(f"{k} {d} {i}", cudnn, cuda)
+                                              for k, i, d, cudnn, cuda in studies.THESIS_TABLE51]),
     "e5": "serial 0.0004 s at 4, 5.18 s at 1024 (Xeon); GPU a transfer per window 0.86 s at 4, 396.7 s at 1024 (T4)",
     "e6": "a speedup over the CPU (not transcribed)",
 }

@@ -72,8 +72,9 @@ def header(payload):
     lines = [f"- Measured on: {machine.machine_line(info)}."]
     load = info.get("load_average_at_start")
     if load is not None:
-        lines.append(f"- Load average (1 min) at the start {load:g}, at the end {info.get('load_average_at_end', '?')}"
-                     f", on {info.get('cores')} cores.")
+        end = info.get("load_average_at_end")
+        lines.append(f"- Load average (1 min) at the start {load:g}, at the end "
+                     f"{'?' if end is None else format(end, 'g')}, on {info.get('cores')} cores.")
     lines.append(f"- Date: {payload.get('date', '?')}. Build: {info.get('build_dir', '?')} "
                  f"({info.get('build_type') or '?'}, git {info.get('git') or '?'}).")
     lines.append(f"- Command: `{payload.get('command', '?')}`")

@@ -252,6 +252,18 @@ class Tables(unittest.TestCase):
         self.assertIn("1.25x", e5)                                                          # 1e-3 s / 8e-4 s at 1024
         self.assertIn("never", e5)
         self.assertIn("Not run: tools/make_tabular.py", "\n".join(tables.experiment_lines("e6", canned["e6"])))
+        self.assertEqual(doc.headline("e6", canned["e6"]), "not run: tools/make_tabular.py is not in this checkout")
+        one_stage = payload("e6", status="partial", speedup=None, rows=[
+            row("01_fc_softmax", "mlp", 1.38e-3),
+            row("04_cuda_matmul", "mlp", None, status="skipped", gpu=True,
+                reason="no usable GPU (this machine has no NVIDIA driver)")])
+        self.assertEqual(doc.headline("e6", one_stage), "stage 01: 1.38 ms an epoch; stage 04 skipped: no usable GPU")
+        base = row("02_conv_pool", "m0", 4.0)
+        series = [row("03_openmp", "m0", 4.0 / n, threads=n) for n in (1, 2, 4, 8, 16)]
+        sweep = payload("e1", rows=[base] + series, fits=[experiments.threads_fit("m0", base, series)],
+                        thread_counts=[1, 2, 4, 8, 16], parallel="data")
+        self.assertEqual(doc.headline("e1", sweep), "M0: 4 s an epoch on 1 thread, 0.5 s on 8 (8.00x), 0.25 s on 16 (16.00x)")
+        self.assertEqual(doc.STUDY_HEADLINES["e4"], "cuDNN faster on 9 of 12 layers (4 of 6 conv, 5 of 6 pool)")
         for exp, p in canned.items():
             picture = charts.chart(exp, p)
             if exp in ("e1", "e2", "e3", "e4", "e5"):
@@ -401,8 +413,10 @@ class GpuPathsWithStandIns(unittest.TestCase):
             e5_text = "\n".join(tables.e5(e5))
             self.assertIn("GPU kernel + copies", e5_text)
             self.assertIn("the first CUDA call of the program (creating its context) took 0.25 s", e5_text)
-            self.assertIn("05 / 06 (graph) ", doc.headline("e3", json.loads((out / "e3.json").read_text())))
-            self.assertEqual(doc.headline("e4", e4), "cuDNN faster on 12 of 12 layers")
+            e3_head = doc.headline("e3", json.loads((out / "e3.json").read_text()))
+            self.assertTrue(e3_head.startswith("05 / 06, graph off (like for like) 0.88x to "), e3_head)
+            self.assertIn(", crossover between m2 and m3; graph on 2.03x to 2.33x, cuDNN ahead on every model", e3_head)
+            self.assertEqual(doc.headline("e4", e4), "cuDNN faster on 12 of 12 layers (6 of 6 conv, 6 of 6 pool)")
 
 
 FAKE_TABULAR = r"""#!/usr/bin/env python3
