@@ -127,8 +127,10 @@ def headline(exp, payload):
             parts.append(f"OpenMP p = {p:.3f} at 1024")
         return "; ".join(parts) or "not run"
     if exp == "e6":
-        if payload.get("speedup"):
-            return f"stage 04 / stage 01: {tables.fmt_x(payload['speedup'])}"
+        speedups = {k: v for k, v in (payload.get("speedups") or {payload.get("layers"): payload.get("speedup")}).items()
+                     if v}
+        if speedups:
+            return "stage 04 / stage 01: " + ", ".join(f"{tables.fmt_x(x)} ({net})" for net, x in speedups.items())
         ran = [r for r in payload.get("rows", []) if r["status"] == "ok"]
         if ran:   # one stage ran (stage 01 on a machine without a GPU): its figure, and why the other did not
             return "; ".join([f"stage {r['stage'][:2]}: {tables.fmt_s(r['seconds'])} an epoch" for r in ran] +

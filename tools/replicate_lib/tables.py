@@ -294,20 +294,26 @@ def e5(payload):
 def e6(payload):
     if payload.get("status") in ("skipped", "error") and not any(r["status"] == "ok" for r in payload.get("rows", [])):
         return [f"Not run: {flags_as_code(payload.get('reason')) or '; '.join(skipped_lines(payload.get('rows', [])))}"]
-    heads = ["stage", "device", "seconds an epoch", "images", "test accuracy", "test MAE"]
+    heads = ["network", "stage", "device", "seconds an epoch", "images", "test accuracy", "test MAE"]
     body = []
     for r in payload["rows"]:
+        net = f"`{r.get('layers', payload.get('layers', '?'))}`"
         if r["status"] != "ok":
-            body.append([STAGE_NAMES[r["stage"]], r.get("device") or "-", r["status"], "-", "-", "-"])
+            body.append([net, STAGE_NAMES[r["stage"]], r.get("device") or "-", r["status"], "-", "-", "-"])
             continue
-        body.append([STAGE_NAMES[r["stage"]], r["device"], f"{fmt_s(r['seconds'])} ({r['seconds_taken_as']})",
+        body.append([net, STAGE_NAMES[r["stage"]], r["device"], f"{fmt_s(r['seconds'])} ({r['seconds_taken_as']})",
                      f"{r['images']:,}", f"{100 * r['test_accuracy']:.2f}%",
                      "-" if r.get("mae") is None else f"{r['mae']:.4f}"])
-    out = [f"The practice's network `--layers {payload.get('layers', '?')}` with `{' '.join(payload['flags'])}` on "
-           f"the tabular set of tools/make_tabular.py (batch {payload['batch']}, lr {payload['lr']:g}, "
-           f"{payload['epochs']} epochs).", ""] + md_table(heads, body, right=(2, 3, 4, 5)) + [""]
-    if payload.get("speedup"):
-        out.append(f"Stage 04 over stage 01: {fmt_x(payload['speedup'])}.")
+    networks = payload.get("networks") or [payload.get("layers", "?")]
+    out = [f"The practice's network `--layers {networks[0]}`" +
+           (f" and a wider one, `--layers {networks[1]}`," if len(networks) > 1 else "") +
+           f" with `{' '.join(payload['flags'])}` on the tabular set of tools/make_tabular.py (batch "
+           f"{payload['batch']}, lr {payload['lr']:g}, {payload['epochs']} epochs).", ""] + \
+        md_table(heads, body, right=(3, 4, 5, 6)) + [""]
+    speedups = payload.get("speedups") or {networks[0]: payload.get("speedup")}
+    said = [f"{fmt_x(x)} on `{net}`" for net, x in speedups.items() if x]
+    if said:
+        out.append("Stage 04 over stage 01: " + ", ".join(said) + ".")
     return out + skipped_lines(payload["rows"]) + [sentence(studies.PRACTICE_NOTE)]
 
 

@@ -459,11 +459,13 @@ class ThePracticesNetwork(unittest.TestCase):
         self.assertEqual(e6["layers"], "4,16,8,3")
         self.assertAlmostEqual(e6["speedup"], 0.05 / 0.002)
         self.assertEqual(e6["rows"][0]["seconds_taken_as"], "median of epochs 2-5")
-        self.assertEqual([r["mae"] for r in e6["rows"]], [0.125, 0.125])
+        self.assertEqual([r["mae"] for r in e6["rows"]], [0.125] * 4)  # two stages, two networks
+        self.assertEqual(e6["networks"], ["4,16,8,3", "4,256,256,3"])
+        self.assertEqual([r["layers"] for r in e6["rows"]], ["4,16,8,3"] * 2 + ["4,256,256,3"] * 2)
         self.assertIn("--output", e6["rows"][0]["command"])
         self.assertEqual(e6["rows"][0]["command"][e6["rows"][0]["command"].index("--dataset") + 1], "csv")
         text = "\n".join(tables.e6(payload("e6", **e6)))
-        self.assertIn("Stage 04 over stage 01: 25.00x.", text)
+        self.assertIn("Stage 04 over stage 01: 25.00x on `4,16,8,3`, 25.00x on `4,256,256,3`.", text)
         markdown_tables_are_whole(text.splitlines(), self)
 
     def test_a_trainer_without_the_flags_is_skipped_with_its_words(self):
