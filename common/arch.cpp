@@ -352,16 +352,18 @@ std::string spec_from_layer_sizes(const std::string& sizes, const std::string& a
       spec += "fc" + std::to_string(n);
       break;
     }
-    bool known = false;
+    // The activation as the spec spells it (parse_arch takes TANH or leaky.25;
+    // the spec says tanh and leaky0.25), so that the result is canonical.
+    std::string canonical;
     try {
       const Arch one = parse_arch(act);
-      known = one.layers.size() == 1 && one.layers[0].kind == LayerKind::Activation;
+      if (one.layers.size() == 1 && one.layers[0].kind == LayerKind::Activation) canonical = one.spec();
     } catch (const std::invalid_argument&) {
     }
-    if (!known)
+    if (canonical.empty())
       throw std::invalid_argument("--layers '" + sizes + "': '" + act +
                                   "' is not an activation (relu, leaky, leaky<A>, sigmoid, tanh, softplus)");
-    spec += "fc" + std::to_string(n) + "," + act + ",";
+    spec += "fc" + std::to_string(n) + "," + canonical + ",";
   }
   return spec;
 }

@@ -65,6 +65,8 @@ TEST(ArchLeakySlope, LayerSizesTakeASlopedLeaky) {
   EXPECT_EQ(spec_from_layer_sizes("4,8:leaky0.1,3", "relu", 4, 3), "fc8,leaky0.1,fc3");
   EXPECT_THROW(spec_from_layer_sizes("4,8:leaky2,3", "relu", 4, 3), std::invalid_argument);
   EXPECT_THROW(spec_from_layer_sizes("4,8:fc2,3", "relu", 4, 3), std::invalid_argument);
+  // The activation comes out as the spec spells it, so that the spec is canonical (a fuzz finding).
+  EXPECT_EQ(spec_from_layer_sizes("4,8:taNh,8:leaky.25,3", "relu", 4, 3), "fc8,tanh,fc8,leaky0.25,fc3");
 }
 
 TEST(ArchOutputActivation, SigmoidAfterTheLastDenseLayer) {
