@@ -133,9 +133,19 @@ def headline(exp, payload):
             return "stage 04 / stage 01: " + ", ".join(f"{tables.fmt_x(x)} ({net})" for net, x in speedups.items())
         ran = [r for r in payload.get("rows", []) if r["status"] == "ok"]
         if ran:   # one stage ran (stage 01 on a machine without a GPU): its figure, and why the other did not
-            return "; ".join([f"stage {r['stage'][:2]}: {tables.fmt_s(r['seconds'])} an epoch" for r in ran] +
-                             [f"stage {r['stage'][:2]} {r['status']}: {tables.flags_as_code(short(r.get('reason') or '?'))}"
-                              for r in payload["rows"] if r["status"] != "ok"])
+            # One clause per stage (its networks named when there are several), each reason said once.
+            clauses = []
+            for sid in dict.fromkeys(r["stage"] for r in payload["rows"]):
+                rows = [r for r in payload["rows"] if r["stage"] == sid]
+                named = len(rows) > 1 and all(r.get("layers") for r in rows)
+                ok = [f"{tables.fmt_s(r['seconds'])} an epoch" + (f" ({r['layers']})" if named else "")
+                      for r in rows if r["status"] == "ok"]
+                if ok:
+                    clauses.append(f"stage {sid[:2]}: " + ", ".join(ok))
+                for status, reason in dict.fromkeys((r["status"], r.get("reason") or "?") for r in rows
+                                                    if r["status"] != "ok"):
+                    clauses.append(f"stage {sid[:2]} {status}: {tables.flags_as_code(short(reason))}")
+            return "; ".join(clauses)
         return "not run: " + tables.flags_as_code(payload.get("reason") or next(
             (r["reason"] for r in payload.get("rows", []) if r.get("reason")), "?"))
     return ""

@@ -79,8 +79,10 @@ def figure_seconds(run, gpu):
     return secs[-1], (f"the last of {len(secs)} epochs" if len(secs) > 1 else "one epoch")
 
 
-def run_trainer(ctx, stage, model, *, tag, extra=(), threads=0, images=None, batch=None, epochs=None, dataset=None):
-    """One trainer run of a thesis model (or of `model` with its own flags in `extra`); returns a row."""
+def run_trainer(ctx, stage, model, *, tag, extra=(), threads=0, images=None, batch=None, epochs=None, dataset=None,
+                median_after_first=False):
+    """One trainer run of a thesis model (or of `model` with its own flags in `extra`); returns a row. With
+    median_after_first, a CPU's figure is taken as a GPU's is (the median of the epochs after the first)."""
     gpu = stage.gpu
     if gpu and not ctx.gpu_usable:
         run = static_row(stage, model, "skipped", ctx.gpu_reason)
@@ -92,7 +94,7 @@ def run_trainer(ctx, stage, model, *, tag, extra=(), threads=0, images=None, bat
                         limit=images if images is not None else (ctx.images(model) if spec else 0),
                         seed=ctx.seed, dataset=dataset or ctx.dataset, threads=threads,
                         extra=(model_args(model) if spec else []) + list(extra), timeout=ctx.timeout, tag=tag)
-    seconds, how = figure_seconds(run, gpu) if run.status == "ok" else (None, "")
+    seconds, how = figure_seconds(run, gpu or median_after_first) if run.status == "ok" else (None, "")
     row = {"stage": stage.id, "model": model, "status": run.status, "reason": run.reason, "device": run.device,
            "gpu": gpu, "threads": run.threads if run.status == "ok" else (threads or None),
            "seconds": seconds, "seconds_taken_as": how, "epoch_seconds": run.epoch_seconds,
@@ -326,20 +328,16 @@ def e6_practice(ctx, stages, epochs=5, batch=64, lr=0.5, script=None):
         for sid in ("01_fc_softmax", "04_cuda_matmul"):
             stage = stages[sid]
             tag = "e6" if hidden == PRACTICE_HIDDEN[0] else "e6-" + hidden.replace(",", "-")
+            # An epoch of the small set takes milliseconds: both stages' figure is the median of the epochs
+            # after the first, which carries the first touches of memory (and the GPU's start).
             row, run = run_trainer(ctx, stage, "mlp", tag=tag, extra=extra, images=0, batch=batch, epochs=epochs,
-                                   dataset="csv")
+                                   dataset="csv", median_after_first=True)
             row["layers"] = layers
             refusal = flags_refused(run)
             if refusal:
                 row["status"] = "skipped"
                 row["reason"] = f"this trainer does not take the practice's flags yet ({refusal})"
             row["mae"] = last_mae(run)
-            if row["status"] == "ok" and len(row["epoch_seconds"]) > 1:
-                # An epoch of the small set takes milliseconds: both stages' figure is the median of the epochs
-                # after the first, which carries the first touches of memory (and the GPU's start).
-                row["seconds"] = statistics.median(row["epoch_seconds"][1:])
-                row["seconds_taken_as"] = f"median of epochs 2-{len(row['epoch_seconds'])}"
-                row["images_per_second"] = row["images"] / row["seconds"]
             payload["rows"].append(row)
         a, b = (next((r for r in payload["rows"] if r["stage"] == s and r["layers"] == layers), None)
                 for s in ("01_fc_softmax", "04_cuda_matmul"))
