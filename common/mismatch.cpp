@@ -162,8 +162,8 @@ std::string shifted_by_a_constant(const Evidence& ev) {
   if (!std::isfinite(d) || d == 0) return "";
   if (!ev.explains_all([&](const ExpectedEntry& e) { return ev.actual[e.index] - d; })) return "";
   char buf[160];
-  std::snprintf(buf, sizeof buf, "%s = %s + %.6g at every entry: a constant term added, or left out",
-                ev.words.actual.c_str(), ev.words.expected.c_str(), d);
+  std::snprintf(buf, sizeof buf, "%s = %s %c %.6g at every entry: a constant term added, or left out",
+                ev.words.actual.c_str(), ev.words.expected.c_str(), d < 0 ? '-' : '+', std::fabs(d));
   return buf;
 }
 

@@ -61,11 +61,13 @@ TEST(Mismatch, ASignAndAFactor) {
 
 TEST(Mismatch, AConstantAndATermOfOneAxis) {
   const auto ref = reference();
-  auto plus = ref, bias = ref;
+  auto plus = ref, minus = ref, bias = ref;
   for (double& v : plus) v += 0.5;
+  for (double& v : minus) v -= 0.5;  // a bias of 0.5 left out: said as "- 0.5", not "+ -0.5"
   for (int n = 0; n < 4; ++n)
     for (int o = 0; o < 5; ++o) bias[n * 5 + o] -= 0.1 * (o + 1);  // a bias b[o] left out
   EXPECT_TRUE(has(message(plus, ref), "actual = expected + 0.5 at every entry")) << message(plus, ref);
+  EXPECT_TRUE(has(message(minus, ref), "actual = expected - 0.5 at every entry")) << message(minus, ref);
   EXPECT_TRUE(has(message(bias, ref), "depends on o alone")) << message(bias, ref);
 }
 
