@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -111,6 +112,40 @@ std::string text_field(const json& state, const char* key, const Reader& r) {
   return it->get<std::string>();
 }
 
+// "" when `name` may name an engine record (common/checkpoint.hpp), else what is wrong with it.
+std::string record_name_problem(const std::string& name) {
+  if (name.empty()) return "is empty";
+  if (name.size() > kMaxEngineRecordName)
+    return "has " + std::to_string(name.size()) + " characters, more than " + std::to_string(kMaxEngineRecordName);
+  for (char ch : name)
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-'))
+      return "has a character other than a-z, 0-9, '_', '.' and '-'";
+  return "";
+}
+
+// The engine records of a version 2 file; they follow the optimizer state.
+std::map<std::string, std::string> engine_records(Reader& r) {
+  const std::uint64_t count = r.number(4, "the number of engine records");
+  if (count > kMaxEngineRecords)
+    r.fail("is damaged: it claims " + std::to_string(count) + " engine records, more than the " +
+           std::to_string(kMaxEngineRecords) + " a checkpoint may hold");
+  std::map<std::string, std::string> records;
+  for (std::uint64_t i = 1; i <= count; ++i) {
+    const std::string which = "engine record " + std::to_string(i);
+    std::string name = r.block("the name of " + which);
+    const std::string problem = record_name_problem(name);
+    if (!problem.empty()) r.fail("is damaged: the name of " + which + " " + problem);
+    // In increasing order without repeats, as encode_checkpoint writes them: a
+    // file read and written again must be the same bytes.
+    if (!records.empty() && !(records.rbegin()->first < name))
+      r.fail("is damaged: " + which + " '" + name + "' follows '" + records.rbegin()->first +
+             "' (the names must increase, without repeats)");
+    std::string value = r.block("the value of " + which + " ('" + name + "')");
+    records.emplace(std::move(name), std::move(value));
+  }
+  return records;
+}
+
 ModelFile tensors_of(const std::string& bytes, const std::string& what, const Reader& r) {
   try {
     return decode_model(bytes, what);
@@ -149,11 +184,23 @@ std::string encode_checkpoint(const Checkpoint& c) {
   } catch (const std::invalid_argument& e) {
     throw CheckpointError(std::string("checkpoint: ") + e.what());
   }
+  if (c.engine_state.size() > kMaxEngineRecords)
+    throw CheckpointError("checkpoint: the engine has " + std::to_string(c.engine_state.size()) +
+                          " records, more than the " + std::to_string(kMaxEngineRecords) + " a checkpoint may hold");
+  for (const auto& record : c.engine_state) {
+    const std::string problem = record_name_problem(record.first);
+    if (!problem.empty()) throw CheckpointError("checkpoint: the engine record name '" + record.first + "' " + problem);
+  }
   std::string out(kCheckpointMagic, kMagicSize);
   put_u32(out, kCheckpointFormatVersion);
   put_block(out, state.dump());
   put_block(out, params_bytes);
   put_block(out, optimizer_bytes);
+  put_u32(out, static_cast<std::uint32_t>(c.engine_state.size()));
+  for (const auto& record : c.engine_state) {  // a std::map: in increasing order of name
+    put_block(out, record.first);
+    put_block(out, record.second);
+  }
   put_u64(out, fnv1a64(out.data(), out.size()));
   return out;
 }
@@ -168,13 +215,15 @@ Checkpoint decode_checkpoint(const std::string& bytes, const std::string& path) 
                 : ""));
   r.number(8, "the magic");
   const auto version = static_cast<std::uint32_t>(r.number(4, "the format version"));
-  if (version != kCheckpointFormatVersion)
-    r.fail("was written with checkpoint format version " + std::to_string(version) + ", this build reads version " +
-           std::to_string(kCheckpointFormatVersion));
+  if (version != 1 && version != kCheckpointFormatVersion)
+    r.fail("was written with checkpoint format version " + std::to_string(version) +
+           ", this build reads versions 1 and " + std::to_string(kCheckpointFormatVersion));
 
   const std::string state_text = r.block("the state");
   const std::string params_bytes = r.block("the parameters");
   const std::string optimizer_bytes = r.block("the optimizer state");
+  // Version 1 has no engine records: its engine measures again what it chose.
+  std::map<std::string, std::string> records = version >= 2 ? engine_records(r) : std::map<std::string, std::string>{};
   const std::size_t checked = r.position();
   const std::uint64_t stored = r.number(8, "the checksum");
   if (r.remaining() != 0) r.fail("is damaged: " + std::to_string(r.remaining()) + " unexpected bytes follow the checksum");
@@ -228,6 +277,7 @@ Checkpoint decode_checkpoint(const std::string& bytes, const std::string& path) 
   c.model = tensors_of(params_bytes, "parameters", r);
   const ModelFile optimizer = tensors_of(optimizer_bytes, "optimizer state", r);
   c.optimizer = optimizer.tensors;
+  c.engine_state = std::move(records);
 
   const std::uint64_t computed = fnv1a64(bytes.data(), checked);
   if (computed != stored) r.fail("is damaged: checksum mismatch; the file changed after it was written");

@@ -3,9 +3,11 @@
 ///
 /// A checkpoint holds what a model file holds (architecture, input shape,
 /// classes, parameters) plus what training changes besides the parameters
-/// (Engine::get_optimizer_state(): the SGD velocities) and where the run
-/// stands: the epoch and, after Ctrl-C, the step inside it. The data order needs
-/// no saved state: epoch e visits course::epoch_order(n, seed, e).
+/// (Engine::get_optimizer_state(): the SGD velocities), the choices the engine
+/// made that the arithmetic depends on (Engine::engine_state(): stage 06's conv
+/// algorithms, which it measures and so may choose differently in another run)
+/// and where the run stands: the epoch and, after Ctrl-C, the step inside it.
+/// The data order needs no saved state: epoch e visits course::epoch_order(n, seed, e).
 ///
 /// Layout (every integer little-endian, whatever the machine):
 ///
@@ -16,7 +18,15 @@
 /// | 8 + n  | the run's state as JSON text: uint64 length, then the characters     |
 /// | 8 + n  | the parameters as a model file (common/model_file.hpp): uint64 length, then its bytes |
 /// | 8 + n  | the optimizer state, also as a model file: uint64 length, then its bytes |
+/// | 4      | uint32 number of engine records (version 2 on; none in version 1)   |
+/// | ...    | each record: its name (uint64 length, then the characters), then its value (uint64 length, then the bytes) |
 /// | 8      | uint64 FNV-1a 64 checksum of every byte before it                   |
+///
+/// Engine records are opaque to the trainer: each engine reads back only the
+/// names it wrote. Their names are 1 to kMaxEngineRecordName characters of
+/// `a-z 0-9 _ . -`, in increasing byte order without repeats (the order a
+/// std::map keeps, so that a file read and written again is the same bytes).
+/// Version 1 files (before the records) are still read, with no records.
 ///
 /// The file is written atomically (course::write_file_atomically), so a crash
 /// or a full disk while saving leaves the previous checkpoint as it was.
@@ -24,6 +34,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,8 +44,12 @@
 
 namespace course {
 
-/// The layout version this build writes and reads.
-inline constexpr std::uint32_t kCheckpointFormatVersion = 1;
+/// The layout version this build writes; it reads this one and version 1.
+inline constexpr std::uint32_t kCheckpointFormatVersion = 2;
+
+/// The longest name of an engine record, and the most records one checkpoint holds.
+inline constexpr std::size_t kMaxEngineRecordName = 64;
+inline constexpr std::size_t kMaxEngineRecords = 64;
 
 /// The 8 bytes every checkpoint starts with.
 inline constexpr char kCheckpointMagic[] = "NNCCHKPT";
@@ -50,6 +65,9 @@ class CheckpointError : public ModelFileError {
 struct Checkpoint {
   ModelFile model;                    ///< architecture, input, classes, stage and the parameters
   std::vector<NamedTensor> optimizer; ///< Engine::get_optimizer_state() (e.g. "fc1.weight.velocity")
+  /// Engine::engine_state(): named records of the engine's own choices (stage 06:
+  /// "cudnn_conv_algorithms"), handed back to the engine of a resumed run (EngineConfig::engine_state).
+  std::map<std::string, std::string> engine_state;
 
   /// Where the run stands: `epoch` whole epochs are done (so the next one has
   /// the 0-based index `epoch`), and of that next epoch the first `step`
@@ -76,13 +94,15 @@ struct Checkpoint {
 };
 
 /// The bytes of a checkpoint file (everything save_checkpoint() writes).
-/// Throws CheckpointError for tensors that do not fit their shapes.
+/// Throws CheckpointError for tensors that do not fit their shapes, and for
+/// an engine record whose name breaks the rules above (or more than kMaxEngineRecords of them).
 std::string encode_checkpoint(const Checkpoint& checkpoint);
 
 /// Reads a checkpoint from bytes in memory; `path` names it in the messages.
 /// Throws CheckpointError naming the problem: not a checkpoint (bad magic),
 /// another format version, truncated, a damaged length or field, damaged
-/// parameters or optimizer state, bytes after the checksum, or a checksum mismatch.
+/// parameters or optimizer state, a bad engine record name (or names out of
+/// order, or too many records), bytes after the checksum, or a checksum mismatch.
 Checkpoint decode_checkpoint(const std::string& bytes, const std::string& path);
 
 /// Saves a checkpoint atomically (the previous file stays whole on any

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -91,6 +92,12 @@ class CheckpointNotSupported : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Named records of choices an engine made that its arithmetic depends on and
+/// that a run does not otherwise repeat (stage 06's conv algorithms, which it
+/// measures: another run, timing under another load, may choose others). The
+/// values are the engine's own text; a checkpoint keeps them (Checkpoint::engine_state).
+using EngineState = std::map<std::string, std::string>;
+
 /// Everything an engine needs to build its model.
 struct EngineConfig {
   Arch arch;                 ///< parsed architecture
@@ -104,6 +111,10 @@ struct EngineConfig {
   int threads = 1;           ///< CPU stages
   bool profile = false;      ///< time every layer (costs a little)
   bool verbose = false;
+  /// The Engine::engine_state() of the checkpoint this run resumes (--resume), else
+  /// empty: an engine takes the choices recorded there instead of making them
+  /// again, where it still can (and says so where it cannot).
+  EngineState engine_state;
 };
 
 /// A stage's training engine.
@@ -164,6 +175,11 @@ class Engine {
     (void)state;
     throw CheckpointNotSupported("this stage cannot checkpoint: its engine does not expose its optimizer state");
   }
+
+  /// The choices this engine made that the numbers depend on, for a checkpoint
+  /// (see EngineState), by record name; built into an engine of the resumed run
+  /// through EngineConfig::engine_state. The default: none.
+  virtual EngineState engine_state() const { return {}; }
 
   // ---- one process of several (stage 09 trains with one process per GPU) ----
 

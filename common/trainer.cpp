@@ -8,6 +8,7 @@
 #include <iostream>
 #include <memory>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -405,6 +406,15 @@ int train_or_evaluate(const TrainerOptions& given, const StageInfo& stage, const
   config.threads = resolve_threads(o, stage);
   config.profile = o.profile;
   config.verbose = o.verbose;
+  // A resumed run's checkpoint is read before its engine is built: the engine
+  // takes the choices the run made (Engine::engine_state()) instead of making
+  // them again, where making them again could choose otherwise (stage 06 times
+  // its conv algorithms). The rest of the checkpoint is checked further down.
+  std::optional<Checkpoint> resumed;
+  if (!o.resume.empty()) {
+    resumed = load_checkpoint(o.resume);
+    config.engine_state = resumed->engine_state;
+  }
   std::unique_ptr<Engine> engine;
   try {
     engine = make_engine(config);
@@ -476,8 +486,8 @@ int train_or_evaluate(const TrainerOptions& given, const StageInfo& stage, const
               << " not bit for bit\n";
   results["epochs"] = json::array();
   ResumePoint start;  // where training starts: epoch 0, step 0 unless resumed
-  if (!o.resume.empty()) {
-    const Checkpoint c = load_checkpoint(o.resume);
+  if (resumed) {
+    const Checkpoint& c = *resumed;
     check_model_matches(c.model, spec, train.shape, train.classes, o.resume);
     check_tensors_match(c.model.tensors, engine->get_parameters(), o.resume, stage, "parameters");
     check_tensors_match(c.optimizer, optimizer_state_or_usage_error(*engine, stage, "--resume"), o.resume, stage,
@@ -518,6 +528,7 @@ int train_or_evaluate(const TrainerOptions& given, const StageInfo& stage, const
     c.model.stage = stage.id;
     c.model.tensors = engine->get_parameters();
     c.optimizer = engine->get_optimizer_state();
+    c.engine_state = engine->engine_state();
     c.epoch = epochs_done;
     c.step = step;
     c.examples_done = done;

@@ -87,7 +87,9 @@ enum TrainerExit : int {
 ///   --resume file, else `<stage id>.ckpt`); a checkpoint that cannot be
 ///   written is a warning, and training goes on.
 /// - `--resume FILE` restores the parameters and the optimizer state
-///   (Engine::set_optimizer_state()) and continues at the epoch and step
+///   (Engine::set_optimizer_state()), builds the engine with the choices the
+///   checkpoint recorded (EngineConfig::engine_state: stage 06's conv
+///   algorithms, not measured again) and continues at the epoch and step
 ///   saved, up to --epochs: same seed and settings, bit-identical parameters
 ///   to a run never stopped (an engine whose runs differ in the last bits says so,
 ///   Engine::nondeterminism(), and the trainer prints it). Other data is

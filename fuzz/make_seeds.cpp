@@ -188,6 +188,12 @@ int main(int argc, char** argv) {
 
   write(out, "checkpoint", 1, course::encode_checkpoint(checkpoint(0, 2)));
   write(out, "checkpoint", 2, course::encode_checkpoint(checkpoint(1, 0)));
+  // Engine records (format version 2): stage 06's conv algorithms, and a binary one.
+  course::Checkpoint recorded = checkpoint(1, 0);
+  recorded.engine_state["cudnn_conv_algorithms"] =
+      R"j({"format":1,"rule":"deterministic","layers":[{"layer":"conv1 (conv2k3p1)","batch":4,"forward":"FFT"}]})j";
+  recorded.engine_state["raw"] = std::string("\0\x01\xff", 3);
+  write(out, "checkpoint", 3, course::encode_checkpoint(recorded));
 
   int n = 0;
   for (const char* spec : {"fc256,relu,fc128,relu,fc10", "conv16k3p1,relu,pool2,conv32k3p1,relu,pool2,flatten,fc100,relu,fc10",

@@ -16,16 +16,6 @@ namespace {
 
 const char* status_name(cudnnStatus_t s) { return cudnnGetErrorString(s); }
 
-std::string math_name(cudnnMathType_t m) {
-  switch (m) {
-    case CUDNN_DEFAULT_MATH: return "DEFAULT_MATH";
-    case CUDNN_TENSOR_OP_MATH: return "TENSOR_OP_MATH";
-    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "TENSOR_OP_MATH_ALLOW_CONVERSION";
-    case CUDNN_FMA_MATH: return "FMA_MATH";
-  }
-  return "math type " + std::to_string(static_cast<int>(m));
-}
-
 std::string bytes_text(std::size_t b) {
   if (b < 1024) return std::to_string(b) + " B";
   if (b < (std::size_t(1) << 20)) return std::to_string((b + 512) / 1024) + " KiB";
@@ -47,7 +37,7 @@ const Perf& fastest_usable(const Perf* results, int count, const char* direction
   for (int i = 0; i < count; ++i)
     offered += std::string(i ? "; " : "") + algorithm_name(results[i].algo) + " " + status_name(results[i].status) +
                (results[i].determinism == CUDNN_DETERMINISTIC ? " deterministic " : " non-deterministic ") +
-               math_name(results[i].mathType);
+               math_type_name(results[i].mathType);
   throw GpuError(std::string("cudnnFind: no ") + direction +
                  (rule == AlgoRule::Direct          ? " algorithm is deterministic, FMA-math, direct (no FFT or Winograd) and"
                   : rule == AlgoRule::Deterministic ? " algorithm is deterministic, FMA-math and"
@@ -69,6 +59,16 @@ bool rounds_like_direct(cudnnConvolutionBwdDataAlgo_t a) {
 bool rounds_like_direct(cudnnConvolutionBwdFilterAlgo_t a) {
   return a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT && a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING &&
          a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
+std::string math_type_name(cudnnMathType_t m) {
+  switch (m) {
+    case CUDNN_DEFAULT_MATH: return "DEFAULT_MATH";
+    case CUDNN_TENSOR_OP_MATH: return "TENSOR_OP_MATH";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "TENSOR_OP_MATH_ALLOW_CONVERSION";
+    case CUDNN_FMA_MATH: return "FMA_MATH";
+  }
+  return "math type " + std::to_string(static_cast<int>(m));
 }
 
 std::size_t ConvAlgorithms::workspace_bytes() const {
@@ -97,6 +97,7 @@ ConvAlgorithms choose_conv_algorithms(const GpuHandles& h, const ConvDescriptors
   // HINT: backward data reads dy (described by d.y) and writes dx (d.x); backward filter reads x and dy and writes dW (d.w).
   // HINT: each result's .algo, .memory (bytes) and .time (ms); then cudnnSetConvolutionMathType(d.conv, result.mathType).
   throw course::NotImplemented("Task 6.3", "06_cudnn/conv_algorithms.cpp", "docs/lessons/06_cudnn.md");
+  CUDNN_CHECK(cudnnGetConvolutionMathType(d.conv, &a.math));  // what the descriptor runs them with, for the record
 
   // cudnnGet*WorkspaceSize states each algorithm's minimum; taking the larger of it and
   // what Find reported costs nothing and never hands an algorithm too little.

@@ -14,7 +14,7 @@
 /// | on the host, once per batch size                           | made                                  |
 /// |------------------------------------------------------------|---------------------------------------|
 /// | descriptors of every layer (Task 6.2)                      | the first time a batch size is seen   |
-/// | each conv layer's algorithms (Task 6.3)                    | measured once per shape per process   |
+/// | each conv layer's algorithms (Task 6.3)                    | measured once per shape per process, or taken from a checkpoint's record (algorithm_choice.hpp) |
 ///
 /// A training step queues, on the one stream of Task 6.1: the batch gather
 /// (Task 6.10), every layer's forward pass (6.4, 6.6, 6.7, 6.9), the loss
@@ -39,6 +39,7 @@
 
 #include "04_cuda_matmul/gpu_engine_parts.hpp"
 #include "06_cudnn/activation_cudnn.hpp"
+#include "06_cudnn/algorithm_choice.hpp"
 #include "06_cudnn/conv_algorithms.hpp"
 #include "06_cudnn/conv_cudnn.hpp"
 #include "06_cudnn/dense_cublas.hpp"
@@ -59,7 +60,9 @@ class CudnnEngine : public Engine {
   /// Builds cfg's model on the GPU from `initial` (tensors in model order), or,
   /// when `initial` is empty, from initial_parameters(): the weights every
   /// stage starts from for cfg.seed. Describes every layer and chooses the conv
-  /// algorithms for batch size cfg.batch by `rule` (conv_algorithms.hpp).
+  /// algorithms for batch size cfg.batch by `rule` (conv_algorithms.hpp); where
+  /// cfg.engine_state records the algorithms a run chose (a resumed run's
+  /// checkpoint: algorithm_choice.hpp), it takes those instead, at every batch size they cover.
   /// `use_graph` replays each full training batch as one CUDA graph.
   ///
   /// Throws std::invalid_argument before touching the GPU for a loss other than
@@ -118,6 +121,12 @@ class CudnnEngine : public Engine {
   /// One line per conv layer at batch cfg.batch: the algorithms cudnnFind chose, their
   /// measured times and workspaces, then the shared workspace.
   std::string algorithm_report();
+  /// "2 of 2 conv layers at batch 8 run the recorded algorithms (not measured
+  /// again)" when cfg.engine_state holds a record of conv algorithms, else "".
+  std::string recorded_algorithms_note();
+  /// The record of the conv algorithms of every batch size met (and of those the
+  /// record it was given holds for batch sizes not met yet), for a checkpoint.
+  EngineState engine_state() const override;
   /// The stream and library handles (benchmarks queue their own work on them).
   const GpuHandles& handles() const { return ctx_.handles(); }
 
@@ -179,6 +188,7 @@ class CudnnEngine : public Engine {
     std::vector<LayerPlan> layers;
     TensorDescriptor logits;  ///< [B, classes, 1, 1] for the softmax
     std::size_t workspace_bytes = 0;
+    int recorded = 0;  ///< conv layers that run algorithms taken from the record (cfg.engine_state)
   };
   /// What a captured step points into; a change means capturing again.
   struct GraphKey {
@@ -219,6 +229,7 @@ class CudnnEngine : public Engine {
   EngineConfig cfg_;  // checked before anything touches the GPU
   bool use_graph_;
   AlgoRule algo_rule_;
+  std::vector<RecordedAlgorithms> recorded_;  ///< the record of cfg.engine_state that this rule may take
   GpuContext ctx_;    // declared before every GPU resource, so destroyed after them
   std::vector<Layer> layers_;
   ParamLayout layout_;  ///< the parameters' names and shapes, in model order

@@ -73,6 +73,8 @@ class DataParallelEngine : public Engine, private GradientSync {
   void set_parameters(const std::vector<NamedTensor>& params) override { local_->set_parameters(params); }
   std::vector<NamedTensor> get_optimizer_state() override { return local_->get_optimizer_state(); }
   void set_optimizer_state(const std::vector<NamedTensor>& state) override { local_->set_optimizer_state(state); }
+  /// The local engine's record of its conv algorithms (rank 0's is the one a checkpoint keeps).
+  EngineState engine_state() const override { return local_->engine_state(); }
   /// The local engine's rows, then the all-reduce's (allreduce_timing.hpp).
   std::vector<LayerTime> layer_times() const override;
   void reset_layer_times() override;

@@ -43,6 +43,9 @@ struct ConvAlgorithms {
   cudnnConvolutionBwdFilterAlgo_t backward_filter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
   std::size_t forward_bytes = 0, backward_data_bytes = 0, backward_filter_bytes = 0;  ///< workspace each needs
   float forward_ms = 0, backward_data_ms = 0, backward_filter_ms = 0;                ///< as cudnnFind measured them
+  /// The math type they were measured with, set on the convolution descriptor
+  /// (kept so that a checkpoint can record it: algorithm_choice.hpp).
+  cudnnMathType_t math = CUDNN_FMA_MATH;
 
   /// The workspace this layer needs: the largest of the three.
   std::size_t workspace_bytes() const;
@@ -97,6 +100,9 @@ bool rounds_like_direct(cudnnConvolutionBwdFilterAlgo_t a);
 std::string algorithm_name(cudnnConvolutionFwdAlgo_t a);
 std::string algorithm_name(cudnnConvolutionBwdDataAlgo_t a);
 std::string algorithm_name(cudnnConvolutionBwdFilterAlgo_t a);
+
+/// "FMA_MATH", "TENSOR_OP_MATH", ... (the enum without its prefix).
+std::string math_type_name(cudnnMathType_t m);
 
 /// One line: "forward IMPLICIT_GEMM 0.012 ms, backward-data ALGO_1 0.020 ms, backward-filter ALGO_1 0.031 ms, workspace 0 B".
 std::string describe(const ConvAlgorithms& a);

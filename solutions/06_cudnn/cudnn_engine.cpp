@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -20,24 +21,6 @@
 
 namespace course {
 
-namespace {
-
-/// Which conv algorithms were measured, per shape, for the whole process: a
-/// shape is measured once, however many engines (tests, benchmarks) meet it,
-/// and two engines of one model run the very same algorithms.
-std::map<std::string, ConvAlgorithms>& measured_algorithms() {
-  static std::map<std::string, ConvAlgorithms> cache;
-  return cache;
-}
-
-std::string shape_key(const ConvGeometry& g, int B) {
-  return std::to_string(B) + "|" + std::to_string(g.C_in) + "x" + std::to_string(g.H) + "x" + std::to_string(g.W) +
-         "|" + std::to_string(g.C_out) + "k" + std::to_string(g.K) + "p" + std::to_string(g.P) + "s" +
-         std::to_string(g.S);
-}
-
-}  // namespace
-
 EngineConfig CudnnEngine::checked(const EngineConfig& cfg) {
   if (cfg.loss != "cross-entropy" && cfg.loss != "mse")
     throw std::invalid_argument("unknown loss '" + cfg.loss + "' (stage 06 has cross-entropy and mse)");
@@ -50,7 +33,8 @@ EngineConfig CudnnEngine::checked(const EngineConfig& cfg) {
 
 CudnnEngine::CudnnEngine(const EngineConfig& cfg, bool use_graph, const std::vector<NamedTensor>& initial,
                          AlgoRule rule)
-    : cfg_(checked(cfg)), use_graph_(use_graph), algo_rule_(rule) {
+    : cfg_(checked(cfg)), use_graph_(use_graph), algo_rule_(rule),
+      recorded_(recorded_algorithms(cfg_.engine_state, rule)) {
   // ---- the layers, their names and the parameter layout, from stages 01 and 02's
   // Network (built on the host for its bookkeeping only).
   Network<float> net(cfg_.arch, cfg_.input, cfg_.classes, make_cnn_layer<float>);
@@ -156,16 +140,11 @@ const CudnnEngine::BatchPlan& CudnnEngine::plan_for(int B) {
       case LayerKind::Conv: {
         lp.conv = std::make_unique<ConvDescriptors>();
         describe_conv(*lp.conv, l.conv, B);
-        auto& cache = measured_algorithms();
-        const std::string key = shape_key(l.conv, B) + " " + algo_rule_name(algo_rule_);
-        auto hit = cache.find(key);
-        if (hit == cache.end()) {
-          hit = cache.emplace(key, choose_conv_algorithms(handles(), *lp.conv, algo_rule_)).first;
-        } else {
-          // The measured algorithms ran with the math type of their result: set it here too.
-          CUDNN_CHECK(cudnnSetConvolutionMathType(lp.conv->conv, CUDNN_FMA_MATH));
-        }
-        lp.algos = hit->second;
+        // Those the run this one continues chose, where cuDNN can still run them
+        // (measuring again could choose others: algorithm_choice.hpp); else measured.
+        const std::optional<ConvAlgorithms> taken = take_recorded(recorded_, l.name, l.conv, B, handles(), *lp.conv);
+        lp.algos = taken ? *taken : measured_conv_algorithms(handles(), *lp.conv, l.conv, B, algo_rule_);
+        plan->recorded += taken ? 1 : 0;
         convs.push_back(lp.algos);
         break;
       }
@@ -482,6 +461,24 @@ std::string CudnnEngine::algorithm_report() {
       out += layers_[i].name + ", batch " + std::to_string(cfg_.batch) + ": " + describe(plan.layers[i].algos) + "\n";
   out += "shared cuDNN workspace: " + std::to_string(workspace_.size()) + " bytes\n";
   return out;
+}
+
+std::string CudnnEngine::recorded_algorithms_note() {
+  if (cfg_.engine_state.count(kAlgorithmRecordName) == 0) return "";
+  const BatchPlan& plan = plan_for(cfg_.batch);
+  const auto convs =
+      std::count_if(layers_.begin(), layers_.end(), [](const Layer& l) { return l.kind == LayerKind::Conv; });
+  return std::to_string(plan.recorded) + " of " + std::to_string(convs) + " conv layers at batch " +
+         std::to_string(cfg_.batch) + " run the recorded algorithms (not measured again)";
+}
+
+EngineState CudnnEngine::engine_state() const {
+  std::vector<RecordedAlgorithms> chosen;  // every conv layer at every batch size met
+  for (const auto& [B, plan] : plans_)
+    for (std::size_t i = 0; i < layers_.size(); ++i)
+      if (layers_[i].kind == LayerKind::Conv)
+        chosen.push_back({layers_[i].name, B, conv_shape_key(layers_[i].conv, B), plan->layers[i].algos});
+  return algorithm_state(chosen, recorded_, algo_rule_);
 }
 
 void CudnnEngine::reset_layer_times() { profiler_.reset(); }

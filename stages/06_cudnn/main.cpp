@@ -7,6 +7,7 @@
 //   s06_train_solution --model cnn --verbose                 (also the conv algorithms cudnnFind chose)
 //   s06_train_solution --model cnn --conv-algos direct       (direct sums only, no FFT or Winograd: slower)
 //   s06_train_solution --model cnn --conv-algos fastest      (atomics allowed too: not the same bits twice)
+//   s06_train_solution --model cnn --conv-algos-from run.ckpt (the algorithms that run chose, not measured)
 //   s06_train_exercise --model mlp                           (your code, from exercises/)
 #include <iostream>
 #include <string>
@@ -15,12 +16,13 @@
 #include <CLI/CLI.hpp>
 
 #include "06_cudnn/cudnn_engine.hpp"
+#include "common/checkpoint.hpp"
 #include "common/cuda_check.hpp"
 #include "common/trainer.hpp"
 
 int main(int argc, char** argv) {
   const course::StageInfo stage{"06_cudnn", "Stage 06: cuDNN and cuBLAS, the training step as one CUDA graph"};
-  std::string graph = "on", algos = "deterministic";
+  std::string graph = "on", algos = "deterministic", algos_from;
   const auto extra_options = [&](CLI::App& app) {
     app.add_option("--graph", graph,
                    "Replay each training step as one CUDA graph (on) or launch every call one by one (off); "
@@ -33,6 +35,10 @@ int main(int argc, char** argv) {
                    "(atomics allowed too)")
         ->check(CLI::IsMember({"deterministic", "direct", "fastest"}))
         ->capture_default_str();
+    app.add_option("--conv-algos-from", algos_from,
+                   "Run the conv algorithms that checkpoint FILE records instead of measuring them (what --resume "
+                   "does with its checkpoint): a new run that rounds as that run did")
+        ->check(CLI::ExistingFile);
     // Checked once the command line is parsed (so --help works anywhere) and
     // before the data is loaded: without a GPU there is nothing to wait for.
     app.final_callback([] {
@@ -42,10 +48,25 @@ int main(int argc, char** argv) {
   };
   return course::run_trainer(
       argc, argv, stage,
-      [&](const course::EngineConfig& cfg) {
+      [&](const course::EngineConfig& given) {
+        course::EngineConfig cfg = given;  // with --resume, the checkpoint's engine state
+        if (!algos_from.empty()) {
+          const auto from = course::load_checkpoint(algos_from).engine_state;
+          const auto record = from.find(course::kAlgorithmRecordName);
+          if (record == from.end())
+            std::cerr << "warning: --conv-algos-from " << algos_from
+                      << " records no conv algorithms (a checkpoint of a model without conv layers, or of an older"
+                      << " build): they are measured\n";
+          else
+            cfg.engine_state[record->first] = record->second;  // replaces what --resume's checkpoint holds
+        }
         auto engine = std::make_unique<course::CudnnEngine>(cfg, graph == "on", std::vector<course::NamedTensor>{},
                                                             course::parse_algo_rule(algos));
         std::cout << "conv algorithms: " << algos << "\n";
+        const std::string recorded = engine->recorded_algorithms_note();
+        if (!recorded.empty())
+          std::cout << "conv algorithms recorded by " << (algos_from.empty() ? "the checkpoint" : algos_from) << ": "
+                    << recorded << "\n";
         std::cout << "graph: " << (engine->graph_enabled() ? "on, one CUDA graph replay per full batch"
                                                            : cfg.profile ? "off (--profile times every layer uncaptured)"
                                                                          : "off, every call launched one by one")

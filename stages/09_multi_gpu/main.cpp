@@ -162,6 +162,8 @@ int main(int argc, char** argv) {
             std::move(comm), cfg,
             course::DataParallelOptions{mg.allreduce, static_cast<std::size_t>(mg.bucket_kib) * 1024});
         std::cout << "conv algorithms: " << mg.conv_algos << "\n" << describe_run(me, cfg, *engine, mg);
+        const std::string recorded = engine->local().recorded_algorithms_note();
+        if (!recorded.empty()) std::cout << "conv algorithms recorded by the checkpoint: " << recorded << "\n";
         if (cfg.verbose) std::cout << engine->local().algorithm_report();
         return engine;
       },

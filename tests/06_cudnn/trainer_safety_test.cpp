@@ -1,6 +1,6 @@
 // Stage 06's trainer is as safe as the CPU stages' (docs/robustness.md): a
-// resumed run ends bit for bit where an uninterrupted one does, after a stop
-// at an epoch's end, after Ctrl-C inside an epoch (at chosen steps in this
+// resumed run (running the conv algorithms its checkpoint recorded) ends bit
+// for bit where an uninterrupted one does, after a stop at an epoch's end, after Ctrl-C inside an epoch (at chosen steps in this
 // process, and as a real SIGINT to bin/s06_train_*), with the training step
 // replayed as a CUDA graph; a diverging run stops within kLossCheckLag steps
 // of its first NaN loss, naming it, with exit code 4; and --conv-algos
@@ -36,10 +36,16 @@ std::string chosen_algorithms(const std::string& out) {
 // The trainer binary of this test binary's track: the `cnn` on the synthetic set in
 // small batches (8000 examples, 1000 steps of 8 an epoch, every one a graph replay),
 // so that an epoch lasts long enough for a signal from outside to land inside it.
+// cudnnFind times the algorithms under whatever else runs on the GPU (parallel
+// ctest), so two runs may choose differently: the resumed run takes those its
+// checkpoint recorded, and the uninterrupted run takes them with --conv-algos-from,
+// and then every run compared does the same arithmetic and they must agree bit for bit.
 TrainerBinary trainer() {
   return {trainer_process::bin_dir() / ("s06_train_" + trainer_process::track()),
           {"--dataset", "synthetic", "--model", "cnn", "--batch", "8", "--verbose"},
-          chosen_algorithms};
+          chosen_algorithms,
+          [](const std::string& checkpoint) { return std::vector<std::string>{"--conv-algos-from", checkpoint}; },
+          "2 of 2 conv layers at batch 8 run the recorded algorithms (not measured again)"};
 }
 
 #define REQUIRE_TRAINER(t)                                                              \

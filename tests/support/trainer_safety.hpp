@@ -36,13 +36,23 @@ namespace fs = std::filesystem;
 
 /// A stage's trainer as a process: its binary, the arguments every run shares
 /// (model, data, batch; --no-progress is added), and, for a stage that
-/// measures its algorithms in each run (stage 06: cudnnFind), a function that
-/// returns the part of a run's stdout naming the algorithms it chose (with
-/// --verbose), so that runs that chose differently are told apart.
+/// measures its algorithms in each run (stage 06: cudnnFind, timed under
+/// whatever else runs on the GPU, so that two runs may choose differently and
+/// then round differently):
+/// - `choices`: the part of a run's stdout naming the algorithms it chose (with
+///   --verbose), which must be the same in every run compared;
+/// - `choose_as`: the arguments that make a new run take the algorithms the run
+///   that wrote a checkpoint chose (stage 06: --conv-algos-from FILE), given to
+///   the uninterrupted run, which otherwise measures apart from the run it is compared with;
+/// - `takes_recorded`: what a run that takes a checkpoint's algorithms prints
+///   (the resumed run, and the one given `choose_as`): a resumed run that measured
+///   again instead would fail here, whatever it chose.
 struct TrainerBinary {
   fs::path exe;
   std::vector<std::string> args;
   std::function<std::string(const std::string& out)> choices;
+  std::function<std::vector<std::string>(const std::string& checkpoint)> choose_as = {};
+  std::string takes_recorded = {};
 };
 
 /// `base` + `more` + --no-progress.
@@ -54,41 +64,28 @@ inline std::vector<std::string> with(std::vector<std::string> base, const std::v
 
 using trainer_run::same_bits;
 
-/// Passes when every tensor of `a` is within `rel` of `b` in norm: ||a - b|| <= rel * ||b||.
-inline ::testing::AssertionResult close_in_norm(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b,
-                                                double rel) {
-  if (a.size() != b.size()) return ::testing::AssertionFailure() << a.size() << " tensors against " << b.size();
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    double d2 = 0, b2 = 0;
-    if (a[i].tensor.data.size() != b[i].tensor.data.size())
-      return ::testing::AssertionFailure() << a[i].name << ": other sizes";
-    for (std::size_t j = 0; j < a[i].tensor.data.size(); ++j) {
-      const double d = a[i].tensor.data[j] - b[i].tensor.data[j];
-      d2 += d * d;
-      b2 += static_cast<double>(b[i].tensor.data[j]) * b[i].tensor.data[j];
-    }
-    if (!(std::sqrt(d2) <= rel * std::sqrt(b2)))
-      return ::testing::AssertionFailure() << a[i].name << ": ||a - b|| / ||b|| = " << std::sqrt(d2 / b2)
-                                           << ", more than " << rel;
-  }
-  return ::testing::AssertionSuccess();
-}
-
-/// The model files `want` and `got` hold the same parameters: bit for bit when
-/// every run chose the same algorithms (all of `choices` equal), else within
-/// 1e-2 in norm per tensor (rounding differences grow over
-/// hundreds of SGD steps), and the test says why.
+/// The model files `want` and `got` hold the same parameters, bit for bit, and
+/// every run chose the same algorithms (all of `choices` equal): the runs
+/// compared must do the same arithmetic, so a run that chose otherwise is a failure.
 inline void expect_same_model(const std::string& want, const std::string& got, const std::vector<std::string>& choices) {
   const ModelFile a = load_model(want), b = load_model(got);
-  if (std::all_of(choices.begin(), choices.end(), [&](const std::string& c) { return c == choices.front(); })) {
-    EXPECT_TRUE(same_bits(b.tensors, a.tensors)) << "the resumed run did not end bit for bit where the "
-                                                    "uninterrupted one did";
-    return;
-  }
-  std::cout << "[   NOTE   ] the runs measured their algorithms apart and chose differently:\n";
-  for (const std::string& c : choices) std::cout << c << "--\n";
-  std::cout << "so they round differently: compared within 1e-2 in norm instead of bit for bit\n";
-  EXPECT_TRUE(close_in_norm(b.tensors, a.tensors, 1e-2));
+  for (const std::string& c : choices)
+    EXPECT_EQ(c, choices.front()) << "the runs compared chose different algorithms (each run's choice is listed "
+                                     "above): a resumed run must take those its checkpoint recorded";
+  EXPECT_TRUE(same_bits(b.tensors, a.tensors)) << "the resumed run did not end bit for bit where the "
+                                                  "uninterrupted one did";
+}
+
+/// The arguments that make an uninterrupted run choose as the run that wrote `checkpoint` did (none for most stages).
+inline std::vector<std::string> choose_as(const TrainerBinary& t, const std::string& checkpoint) {
+  return t.choose_as ? t.choose_as(checkpoint) : std::vector<std::string>{};
+}
+
+/// A run that should have taken the algorithms a checkpoint recorded says so (stages that measure theirs).
+inline void expect_takes_recorded(const TrainerBinary& t, const trainer_process::Finished& r, const char* run) {
+  if (t.takes_recorded.empty()) return;
+  EXPECT_NE(r.out.find(t.takes_recorded), std::string::npos)
+      << "the " << run << " run does not say '" << t.takes_recorded << "':\n" << r.out << r.err;
 }
 
 /// What run `r`'s stdout says it chose ("" when the stage chooses nothing).
@@ -96,24 +93,29 @@ inline std::string choices_of(const TrainerBinary& t, const trainer_process::Fin
   return t.choices ? t.choices(r.out) : std::string();
 }
 
-/// Trains `epochs` epochs in one go, and 1 epoch then the rest resumed from
-/// its checkpoint: the two model files must match.
+/// Trains 1 epoch with a checkpoint; `epochs` epochs in one go (choosing as that
+/// run did, `choose_as`); and the rest resumed from the checkpoint: the two
+/// model files must match, bit for bit.
 inline void expect_resume_after_an_epoch_equals_uninterrupted(const TrainerBinary& t, const fs::path& dir,
                                                               int epochs) {
   using trainer_process::run;
   const std::string want = (dir / "uninterrupted.bin").string(), got = (dir / "resumed.bin").string();
   const std::string ckpt = (dir / "first.ckpt").string();
-  const auto whole = run(t.exe, dir, "whole", with(t.args, {"--epochs", std::to_string(epochs), "--save", want}));
-  ASSERT_EQ(whole.code, 0) << whole.out << whole.err;
   const auto first = run(t.exe, dir, "first",
                          with(t.args, {"--epochs", "1", "--checkpoint-every", "1", "--checkpoint", ckpt}));
   ASSERT_EQ(first.code, 0) << first.out << first.err;
   EXPECT_EQ(first.err.find("cannot checkpoint"), std::string::npos) << first.err;
+  std::vector<std::string> whole_args = {"--epochs", std::to_string(epochs), "--save", want};
+  for (const std::string& a : choose_as(t, ckpt)) whole_args.push_back(a);
+  const auto whole = run(t.exe, dir, "whole", with(t.args, whole_args));
+  ASSERT_EQ(whole.code, 0) << whole.out << whole.err;
   const auto rest = run(t.exe, dir, "rest", with(t.args, {"--epochs", std::to_string(epochs), "--resume", ckpt,
                                                           "--save", got}));
   ASSERT_EQ(rest.code, 0) << rest.out << rest.err;
   EXPECT_NE(rest.out.find("resumed " + ckpt + " after epoch 1"), std::string::npos) << rest.out;
   SCOPED_TRACE("logs in " + dir.string());
+  if (t.choose_as) expect_takes_recorded(t, whole, "uninterrupted");
+  expect_takes_recorded(t, rest, "resumed");
   expect_same_model(want, got, {choices_of(t, whole), choices_of(t, first), choices_of(t, rest)});
 }
 
@@ -177,8 +179,12 @@ inline void expect_sigint_inside_an_epoch_then_resume_equals_uninterrupted(const
                                                           "--save", got}));
   ASSERT_EQ(rest.code, 0) << rest.out << rest.err;
   EXPECT_NE(rest.out.find("(resumed after step " + std::to_string(stopped_step)), std::string::npos) << rest.out;
-  const auto whole = run(t.exe, dir, "whole", with(t.args, {"--epochs", std::to_string(epochs), "--save", want}));
+  std::vector<std::string> whole_args = {"--epochs", std::to_string(epochs), "--save", want};
+  for (const std::string& a : choose_as(t, ckpt)) whole_args.push_back(a);
+  const auto whole = run(t.exe, dir, "whole", with(t.args, whole_args));
   ASSERT_EQ(whole.code, 0) << whole.out << whole.err;
+  if (t.choose_as) expect_takes_recorded(t, whole, "uninterrupted");
+  expect_takes_recorded(t, rest, "resumed");
   expect_same_model(want, got, {choices_of(t, whole), choices_of(t, stopped), choices_of(t, rest)});
 }
 
@@ -224,6 +230,7 @@ class StopAtStep : public Engine {
   void set_optimizer_state(const std::vector<NamedTensor>& s) override { inner_->set_optimizer_state(s); }
   bool reports_batch_loss() const override { return inner_->reports_batch_loss(); }
   std::string nondeterminism() const override { return inner_->nondeterminism(); }
+  EngineState engine_state() const override { return inner_->engine_state(); }
 
  private:
   std::unique_ptr<Engine> inner_;
