@@ -157,7 +157,7 @@ AlgorithmRecord decode_algorithm_record(const std::string& text_in) {
   record.rule = text(j, "rule", "the record");
   record.gpu = text(j, "gpu", "the record");
   record.cudnn = static_cast<int>(whole(j, "cudnn", "the record", 0, 1 << 30));
-  const json& layers = field(j, "layers", "the record");
+  const json layers = field(j, "layers", "the record");  // a copy: GCC 13 warns of a reference through the temporary string
   if (!layers.is_array()) bad("has no list of layers");
   std::set<std::pair<std::string, int>> seen;
   for (std::size_t i = 0; i < layers.size(); ++i) {
