@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
 from compare_lib import machine  # noqa: E402
+from compare_lib.sweeps import thread_counts  # noqa: E402
 from course_lib import gpu as course_gpu  # noqa: E402
 from replicate_lib import charts, doc, experiments, pooling, studies, tables  # noqa: E402
 
@@ -127,7 +128,7 @@ def ints(text, flag):
 def thread_list(args, cores):
     if args.thread_list:
         return sorted(set(args.thread_list))
-    counts = experiments.thread_counts(cores)
+    counts = thread_counts(cores)
     if args.quick:
         counts = [1, cores]
     if cores >= 8:

@@ -17,6 +17,7 @@
 #include "common/engine.hpp"
 #include "common/model_file.hpp"
 #include "common/trainer.hpp"
+#include "trainer_process.hpp"
 #include "trainer_run.hpp"
 
 namespace course {
@@ -203,9 +204,7 @@ class ChoosingEngine : public Engine {
 };
 
 TEST(CheckpointEngineState, TheTrainerSavesTheRecordsAndHandsThemToTheResumedEngine) {
-  const fs::path dir = fs::temp_directory_path() / "course_checkpoint_engine_state";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = trainer_process::fresh_dir("course_engine_state");
   const std::string ckpt = (dir / "run.ckpt").string();
   Seen seen;
   const EngineFactory make = [&](const EngineConfig& c) -> std::unique_ptr<Engine> {

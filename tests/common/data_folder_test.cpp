@@ -15,6 +15,7 @@
 
 #include "common/data.hpp"
 #include "common/data_transform.hpp"
+#include "error_of.hpp"
 
 #ifdef COURSE_HAVE_STB_WRITE
 #define STB_IMAGE_WRITE_STATIC
@@ -29,16 +30,7 @@ namespace fs = std::filesystem;
 using Bytes = std::vector<unsigned char>;
 using testing::HasSubstr;
 
-template <class E, class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no exception was thrown";
-  return "";
-}
+using course::testkit::error_of;
 
 /// A fresh folder for one test, removed at the end of it.
 class TempDir {

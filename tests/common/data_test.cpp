@@ -21,6 +21,7 @@
 
 #include "common/data.hpp"
 #include "common/rng.hpp"
+#include "error_of.hpp"
 
 namespace fs = std::filesystem;
 using course::Batcher;
@@ -108,17 +109,7 @@ Bytes idx_labels(const std::vector<int>& labels) {
   return b;
 }
 
-/// Runs `f`, which must throw E; returns the message.
-template <class E, class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no exception was thrown";
-  return "";
-}
+using course::testkit::error_of;
 
 /// One CIFAR-10 record: the label, then R, G and B planes filled with r, g, b.
 Bytes cifar_record(int label, unsigned char r, unsigned char g, unsigned char b) {

@@ -14,22 +14,14 @@
 #include "common/data.hpp"
 #include "common/data_transform.hpp"
 #include "common/rng.hpp"
+#include "error_of.hpp"
 
 namespace course {
 namespace {
 
 using testing::HasSubstr;
 
-template <class E, class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no exception was thrown";
-  return "";
-}
+using course::testkit::error_of;
 
 std::vector<float> resized(const std::vector<float>& src, int h, int w, int oh, int ow) {
   std::vector<float> dst(static_cast<std::size_t>(oh) * ow, -1.0f);

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -14,6 +13,7 @@
 
 #include "common/arch.hpp"
 #include "common/trainer.hpp"
+#include "trainer_process.hpp"
 
 namespace course {
 namespace {
@@ -89,18 +89,9 @@ RunResult run(std::vector<std::string> args, const EngineFactory& make) {
   return r;
 }
 
-fs::path fresh_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir = fs::temp_directory_path() / ("course_output_" + std::string(info->name()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path fresh_dir() { return trainer_process::fresh_dir("course_output"); }
 
-nlohmann::json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  return nlohmann::json::parse(in);
-}
+nlohmann::json read_json(const fs::path& p) { return nlohmann::json::parse(trainer_process::slurp(p)); }
 
 #define EXPECT_CONTAINS(text, part) \
   EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"

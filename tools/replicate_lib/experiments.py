@@ -116,16 +116,6 @@ def run_trainer(ctx, stage, model, *, tag, extra=(), threads=0, images=None, bat
     return row, run
 
 
-def thread_counts(cores):
-    counts, n = [], 1
-    while n <= cores:
-        counts.append(n)
-        n *= 2
-    if counts[-1] != cores:
-        counts.append(cores)
-    return counts
-
-
 # ---- E1: Figs 5.1-5.2, sequential against OpenMP -------------------------------------------------
 
 def e1_threads(ctx, stages, models, counts, parallel="data"):
