@@ -1,6 +1,6 @@
 // One SGD training step of a whole network on one batch, for the benchmarks
 // of every CPU stage: forward, softmax cross-entropy, backward, the update.
-// Stages 02 and 03 include this file, so "BM_TrainStep_MLP" and
+// Later CPU stages include this file, so "BM_TrainStep_MLP" and
 // "BM_TrainStep_CNN" time the same work everywhere.
 #pragma once
 

@@ -5,7 +5,7 @@
 //
 // Every figure is GPU time between two CUDA events around the work (manual
 // time), after one untimed warm-up call (benchmarks/support/gpu_benchmark.hpp;
-// BM_Matmul is matmul_bench.hpp, which stage 07 runs too). The names match stage 01's
+// BM_Matmul is matmul_bench.hpp, which a later stage runs too). The names match stage 01's
 // benchmarks (BM_DenseForward/B/IN/OUT, BM_DenseBackward/..., BM_TrainStep_MLP),
 // so Google Benchmark's compare.py sets the two stages side by side.
 //

@@ -1,6 +1,6 @@
 // BM_Matmul/<kernel>/<n>, stage 04's matmul benchmark: C[n, n] = A[n, n] B[n, n] through
-// course::gemm, FP32 in and out; GFLOP/s counts 2 n^3. Stage 07 runs the same benchmark on
-// its kernels, under the same name, so Google Benchmark's compare.py sets the two side by side.
+// course::gemm, FP32 in and out; GFLOP/s counts 2 n^3. A later stage that adds kernels runs the same benchmark on
+// them, under the same name, so Google Benchmark's compare.py sets the two side by side.
 #pragma once
 
 #include <benchmark/benchmark.h>

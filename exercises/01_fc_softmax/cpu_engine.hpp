@@ -1,7 +1,7 @@
 /// @file cpu_engine.hpp
 /// @brief Stage 01: the CPU engine the shared trainer drives (glue, not a task).
 ///
-/// Stage 02 reuses it with a layer factory that also knows conv and pool.
+/// Later stages reuse it with a layer factory that also knows conv and pool.
 #pragma once
 
 #include <memory>

@@ -3,7 +3,7 @@
 ///
 /// This file is glue, not a task: it wires the functions of dense.hpp and
 /// activations.hpp into layers that own their parameters and gradients, so a
-/// network of any depth can be built from an architecture spec. Stage 02 adds
+/// network of any depth can be built from an architecture spec. A later stage adds
 /// conv, pool and flatten layers through the same Layer interface.
 ///
 /// Activations between layers are [B, C, H, W] (or [B, D] for vectors), the
@@ -125,7 +125,7 @@ std::unique_ptr<Layer<T>> make_dense_or_activation(const LayerSpec& spec, Shape3
     default:
       throw std::invalid_argument("layer '" + spec.token() +
                                   "' is not part of stage 01 (dense layers and activations only); "
-                                  "convolution and pooling arrive in stage 02");
+                                  "convolution and pooling arrive in a later stage");
   }
 }
 

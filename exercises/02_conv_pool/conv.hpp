@@ -35,7 +35,7 @@
 /// `Wp - Wo` extra columns of each stored row are computed and never used.
 /// Finally all K*K taps of a filter plane share one pass over the plane
 /// (add_filter_plane), so each output is loaded and stored once per K*K
-/// multiply-adds. No K*K copy of the input is made (that is im2col, stage 05).
+/// multiply-adds. No K*K copy of the input is made (that is im2col, a later stage's).
 #pragma once
 
 #include <algorithm>

@@ -81,7 +81,7 @@ void avgpool_backward(const T* dy, T* dx, int B, const PoolGeometry& g) {
       const int h0 = std::max(top, 0), h1 = std::min(top + g.K, g.H);
       // A row of windows at a time, one input row at a time: each dx row is swept left to right
       // (twice as fast as window by window). Every cell still receives its windows' shares in
-      // row-major window order, the order stage 05's GPU kernel adds them in.
+      // row-major window order, the order a GPU kernel of a later stage adds them in.
       for (int ih = h0; ih < h1; ++ih) {
         T* dx_row = dxp + ih * g.W;
         for (int ow = 0; ow < Wo; ++ow) {

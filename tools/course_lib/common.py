@@ -29,6 +29,19 @@ def run(cmd, **kw):
     return subprocess.run([str(c) for c in cmd], cwd=ROOT, **kw).returncode
 
 
+def run_tee(cmd):
+    """As run(), and returns (exit status, everything the command printed): its output is shown as it comes and
+    kept, for what is read from it afterwards (ctest's gates: course_lib/gates.py)."""
+    print("$ " + " ".join(shown(c) for c in cmd), flush=True)
+    proc = subprocess.Popen([str(c) for c in cmd], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, errors="replace")
+    kept = []
+    for line in proc.stdout:
+        print(line, end="", flush=True)
+        kept.append(line)
+    return proc.wait(), "".join(kept)
+
+
 def build_dir(preset=PRESET):
     return ROOT / "build" / preset
 

@@ -5,7 +5,8 @@
 # the per-kernel traces of a step of both stages, compute-sanitizer memcheck,
 # racecheck and synccheck on bounded subsets, and the exercise proof. Every step is
 # timed and bounded (tools/gpu/steps.sh), all of it by STAGE08_DEADLINE (470 s): a step
-# that would start after it is listed as skipped in the summary.
+# that would start after it is listed as skipped in the summary. What every stage's run
+# shares is tools/gpu/stage_lib.sh.
 #
 #   OUT=/some/folder tools/gpu/stage08.sh        (run from anywhere; it works in the repository root)
 #
@@ -21,53 +22,16 @@
 #   bench_s06.json   stage 06's BM_TrainStep_* on the same machine, in the same run
 #   results.tar.gz   the trainers' JSON files, the traces and their tables, the test report, the sanitizer logs
 set -u -o pipefail
-cd "$(dirname "$0")/../.." || exit 1
-OUT=${OUT:-$PWD/out-stage08}
-mkdir -p "$OUT"
-WORK=$(mktemp -d)
-LOG="$OUT/stage08.log"
-BUILD=build/gpu
-BIN=$BUILD/bin
-DEADLINE=${STAGE08_DEADLINE:-470}  # seconds
-SUMMARY=()
-: >"$LOG"
-STEP_WIDTH=34
-# shellcheck source=tools/gpu/steps.sh
-. tools/gpu/steps.sh
-
-say "stage 08 on $(hostname) at $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
-  --format=csv 2>&1 | tee -a "$LOG"
-say "nvcc: $(nvcc --version 2>&1 | tail -n 2 | head -n 1)"
-say "cpu: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
-
-# A build folder that exists keeps its generator (CMake refuses another); a new one gets ninja if there.
-GENERATOR=()
-[ ! -f "$BUILD/CMakeCache.txt" ] && command -v ninja >/dev/null && GENERATOR=(-G Ninja)
-SANITIZER=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-DATA_ARGS=()
-if [ -d data/fashion-mnist ]; then
-  DATA_ARGS=(--data-dir data/fashion-mnist)
-else
-  say "WARNING: no data/fashion-mnist: the trainers fall back to the synthetic set, and the accuracy figures mean nothing"
-fi
-PREFIX=$PWD/.carry/prefix
-ARCH_LIB=lib/x86_64-linux-gnu
-CARRY_ARGS=()
-if [ -d "$PREFIX" ]; then
-  export LD_LIBRARY_PATH="$PREFIX/$ARCH_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  CARRY_ARGS=(-DCMAKE_PREFIX_PATH="$PREFIX" -DGTest_DIR="$PREFIX/$ARCH_LIB/cmake/GTest"
-              -Dbenchmark_DIR="$PREFIX/$ARCH_LIB/cmake/benchmark")
-fi
+# shellcheck source=tools/gpu/stage_lib.sh
+. "$(dirname "$0")/stage_lib.sh"
+stage_begin 08 470
 
 # ---- build: the solution track first; the exercise track later, beside the sanitizers.
 # Warnings are errors on the development machine; another compiler here must not stop the measurements.
 # Both tracks and the benchmarks are named: build/gpu may have been configured by another stage's script without them.
-step configure 90 cmake -S . -B "$BUILD" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=Release -DCOURSE_WERROR=OFF \
-  -DCMAKE_CUDA_ARCHITECTURES=90 "${CARRY_ARGS[@]}" -DCOURSE_TRACKS="solution;exercise" -DCOURSE_BUILD_BENCHMARKS=ON
-grep -E "\[course\] .*(08_fused|06_cudnn|[Bb]enchmark)" "$LOG" | tail -n 4
-step build 240 cmake --build "$BUILD" -j16 --target s08_tests_solution s08_train_solution s08_bench \
-  s06_train_solution s06_bench
+stage_configure 90 -DCOURSE_WERROR=OFF -DCOURSE_TRACKS="solution;exercise" -DCOURSE_BUILD_BENCHMARKS=ON
+grep -E "\[course\] .*(06_cudnn|[Bb]enchmark)" "$LOG" | tail -n 3
+stage_build 240 s08_bench s06_train_solution s06_bench
 
 # The kernel tracer (tools/gpu/kernel_trace.cpp): CUPTI, found as profile.sh finds it.
 CUPTI_SO=$(find /usr/local/cuda/ /usr/local/cuda-*/ /usr/lib -name libcupti.so 2>/dev/null | head -n 1)
@@ -81,15 +45,12 @@ else
   say "CUPTI not found (libcupti.so, cupti.h): no kernel traces"
 fi
 
-# ---- the tests: nothing below means much if they fail
-step tests 150 "$BIN/s08_tests_solution" --gtest_color=no --gtest_output="json:$WORK/tests.json"
+stage_tests 150
 
 # ---- epochs, stage 06 beside stage 08 on the same work, batch 64. Three epochs: the
 # first includes the upload of the data set and the capture; the third is the figure.
 train() {  # train NAME BINARY ARGS...
-  local name=$1 exe=$2
-  shift 2
-  step "train $name" 90 "$exe" "$@" --batch 64 "${DATA_ARGS[@]}" --no-progress --json "$WORK/train_$name.json"
+  stage_train "$1" 90 "$2" "${@:3}" --batch 64
 }
 for model in cnn cnn-deep mlp; do
   train "s06_$model" "$BIN/s06_train_solution" --model "$model" --epochs 3
@@ -134,9 +95,12 @@ trace s06_mlp gather "$BIN/s06_train_solution" --model mlp
 # ---- from here on the exercise track builds in the background, on the CPU: the runs below
 # are for accuracy and the sanitizers' verdicts, not for their times
 # (bounded by the deadline, so that no build outlives the script)
-( timeout $((DEADLINE - SECONDS > 1 ? DEADLINE - SECONDS : 1)) cmake --build "$BUILD" -j12 --target s08_tests_exercise \
-    >"$WORK/build_exercise.log" 2>&1
-  echo "exit $?" >>"$WORK/build_exercise.log" ) &
+build_exercises() {
+  [ "${STEP_DRY_RUN:-0}" = 1 ] && { echo "dry run: cmake --build $BUILD --target s08_tests_exercise"; return 0; }
+  timeout $((DEADLINE - SECONDS > 1 ? DEADLINE - SECONDS : 1)) cmake --build "$BUILD" -j12 --target s08_tests_exercise
+  echo "exit $?"
+}
+build_exercises >"$WORK/build_exercise.log" 2>&1 &
 EXERCISE_BUILD=$!
 
 # ---- the accuracy target: 15 epochs of cnn, the default recipe
@@ -149,30 +113,19 @@ train s08_cnn_15 "$BIN/s08_train_solution" --model cnn --epochs 15
 MEMCHECK_FILTER='*OnSmallShapes*:Task8_1_ConvBlockForward.Ties*:Task8_3_ConvBlockInputGradient.RunsBeside*'
 MEMCHECK_FILTER+=':Task8_4_*:Task8_5_*:Task8_6_*:Task8_7_*:Task8_8_*'
 MEMCHECK_FILTER+=':Stage08_Engine.EveryLayerKind*:Stage08_Engine.RefusesWhatItCannotRun:-*TheSameBitsEveryRun'
-step memcheck 90 "$SANITIZER" --tool memcheck --error-exitcode 99 --print-limit 50 --log-file "$WORK/memcheck.log" \
-  "$BIN/s08_tests_solution" --gtest_color=no --gtest_brief=1 --gtest_filter="$MEMCHECK_FILTER"
+stage_sanitize memcheck 90 "$MEMCHECK_FILTER"
 RACE_FILTER='*OnSmallShapes*:Task8_4_DenseForward.MatchesStage01WithTheSumSplit:Task8_5_*:Task8_6_*:Task8_7_*'
 RACE_FILTER+=':Task8_8_PersistentStep.EachPhase*'
-step racecheck 75 "$SANITIZER" --tool racecheck --error-exitcode 99 --print-limit 50 --log-file "$WORK/racecheck.log" \
-  "$BIN/s08_tests_solution" --gtest_color=no --gtest_brief=1 --gtest_filter="$RACE_FILTER"
-step synccheck 45 "$SANITIZER" --tool synccheck --error-exitcode 99 --print-limit 50 --log-file "$WORK/synccheck.log" \
-  "$BIN/s08_tests_solution" --gtest_color=no --gtest_brief=1 --gtest_filter="$RACE_FILTER"
-for tool in memcheck racecheck synccheck; do
-  [ -f "$WORK/$tool.log" ] && { say "--- $tool.log (last 6 lines)"; tail -n 6 "$WORK/$tool.log" | tee -a "$LOG"; }
-done
+stage_sanitize racecheck 75 "$RACE_FILTER"
+stage_sanitize synccheck 45 "$RACE_FILTER"
+stage_sanitizer_tails 6
 
 # ---- the exercise proof: every Task 8.x test fails on the untouched holes, naming its task
 step "wait for the exercise build" 120 bash -c "while kill -0 $EXERCISE_BUILD 2>/dev/null; do sleep 2; done"
 tail -n 3 "$WORK/build_exercise.log" | tee -a "$LOG"
-step "prove exercises" 60 python3 tools/prove_exercises.py --build-dir "$BUILD" --stage 08_fused
+stage_prove 60
 
-# ---- summary
-say ""
-say "================ summary (${SECONDS}s) ================"
-for line in "${SUMMARY[@]}"; do say "$line"; done
-say ""
-grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? ran|FAILED TEST|exercise holes caught|passed, .* failed" "$LOG" | head -n 40
-say ""
+stage_summary
 python3 - "$WORK" <<'PY' 2>&1 | tee -a "$LOG"
 import glob, json, os, sys
 work = sys.argv[1]
@@ -234,6 +187,4 @@ for f in "$WORK"/*.table.txt; do
 done
 say ""
 grep -E "^BM_" "$LOG" | head -n 20
-tar -czf "$OUT/results.tar.gz" -C "$WORK" . 2>>"$LOG"
-rm -rf "$WORK"
-say "logs in $OUT"
+stage_end

@@ -6,6 +6,7 @@
 # all-reduce schedules), time the all-reduce of every model's gradient, and print a summary. Every step is timed
 # and bounded: about 5 to 6 minutes on an H100 machine with 16 cores, and
 # then, if time is left, the proof that every exercise hole of the stage fails its tests.
+# What every stage's run shares is tools/gpu/stage_lib.sh.
 #
 #   OUT=/some/folder tools/gpu/stage09.sh        (run from anywhere; it works in the repository root)
 #   OUT=/some/folder STAGE09_PROOF=0 tools/gpu/stage09.sh   on two GPUs: the 13 two-rank runs
@@ -36,26 +37,11 @@
 # 06's, the sweep ends "every result the mean of the ranks' inputs: yes", and
 # the proof says "5 task(s) proven: 9.1 9.2 9.3 9.4 9.5".
 set -u -o pipefail
-cd "$(dirname "$0")/../.."
-OUT=${OUT:-$PWD/out-stage09}
-mkdir -p "$OUT"
-WORK=$(mktemp -d)
-LOG="$OUT/stage09.log"
-BUILD=build/gpu
-BIN=$BUILD/bin
-DEADLINE=${STAGE09_DEADLINE:-520}  # seconds: under the device call's 10 minutes, with room for the summary
-SUMMARY=()
-: >"$LOG"
+# shellcheck source=tools/gpu/stage_lib.sh
+. "$(dirname "$0")/stage_lib.sh"
 export NCCL_NVLS_ENABLE=0
-
-STEP_WIDTH=34
-. tools/gpu/steps.sh
-
-say "stage 09 on $(hostname) at $(date -u +%FT%TZ)"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee -a "$LOG"
+stage_begin 09 520  # seconds: under the device call's 10 minutes, with room for the summary
 nvidia-smi topo -m 2>&1 | tee -a "$LOG"
-say "nvcc: $(nvcc --version 2>&1 | tail -n 2 | head -n 1)"
-say "cmake: $(cmake --version | head -n 1)"
 
 # ---- NCCL: the system's library, else PyTorch's wheel's; the header next to it, else .carry/include's
 first_file() { for f in "$@"; do [ -f "$f" ] && { echo "$f"; return; }; done; }
@@ -74,21 +60,13 @@ else
       "copy nccl.h into .carry/include if only the header is missing: stage 09 is skipped otherwise"
 fi
 
-GENERATOR=()
-command -v ninja >/dev/null && GENERATOR=(-G Ninja)
-DATA_ARGS=()
-[ -d data/fashion-mnist ] && DATA_ARGS=(--data-dir data/fashion-mnist)
-
 # Warnings are errors on the development machine; another compiler here must not stop the measurements.
-step configure 120 cmake -S . -B "$BUILD" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=Release -DCOURSE_WERROR=OFF \
-  -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$PWD/.carry/prefix" -DCOURSE_BUILD_BENCHMARKS=OFF \
-  "${NCCL_ARGS[@]}"
-grep -E "\[course\] (NCCL|stage 09)" "$LOG" | tail -n 2
-step build 240 cmake --build "$BUILD" -j16 --target s09_train_solution s09_tests_solution s09_allreduce_sweep \
-  s06_train_solution
+stage_configure 120 -DCOURSE_WERROR=OFF -DCOURSE_BUILD_BENCHMARKS=OFF "${NCCL_ARGS[@]}"
+grep -E "\[course\] NCCL" "$LOG" | tail -n 1
+stage_build 240 s09_allreduce_sweep s06_train_solution
 
 # ---- the tests: with one GPU, the world-of-one tests; the 2-GPU ones skip with the reason
-step tests 200 "$BIN/s09_tests_solution" --gtest_color=no --gtest_output="json:$WORK/tests.json"
+stage_tests 200
 
 # ---- the trainer, Fashion-MNIST: stage 06 and stage 09 with one GPU side by side (two
 # epochs; the first also captures the graph), the launcher path, every model at batch
@@ -101,9 +79,7 @@ model_args() {  # model_args MODEL: sets MARGS to the trainer's flags for MODEL 
   return 0
 }
 train() {  # train NAME BINARY ARGS...
-  local name=$1 exe=$2
-  shift 2
-  step "train $name" 60 "$exe" "$@" "${DATA_ARGS[@]}" --no-progress --json "$WORK/train_$name.json"
+  stage_train "$1" 60 "$2" "${@:3}"
 }
 train s06_cnn_b64 "$BIN/s06_train_solution" --model cnn --epochs 2
 train s09_cnn_b64 "$BIN/s09_train_solution" --model cnn --epochs 2
@@ -147,14 +123,11 @@ step "all-reduce sweep" 60 "$BIN/s09_allreduce_sweep" --csv "$OUT/allreduce.csv"
 # STAGE09_PROOF=0 (a one-GPU call proves the same holes).
 if [ "${STAGE09_PROOF:-1}" != 0 ]; then
   step "build exercises" 150 cmake --build "$BUILD" -j16 --target s09_tests_exercise
-  step "prove exercises" 90 python3 tools/prove_exercises.py --build-dir "$BUILD" --stage 09_multi_gpu
+  stage_prove 90
 fi
 
 # ---- summary
-say ""
-say "================ summary (${SECONDS}s) ================"
-for line in "${SUMMARY[@]}"; do say "$line"; done
-say ""
+stage_summary
 grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? ran|FAILED TEST|needs 2 GPUs" "$LOG" | sort | uniq -c | sort -rn | head -n 20 | tee -a "$LOG"
 say ""
 python3 - "$WORK" <<'PY' 2>&1 | tee -a "$LOG"
@@ -190,6 +163,4 @@ python3 tools/scaling_chart.py "${SCALING_RUNS[@]}" --machine "$(nvidia-smi --qu
   --svg "$WORK/scaling.svg" --csv "$WORK/scaling.csv" 2>&1 | tee -a "$LOG"
 say ""
 grep -A 40 "^all-reduce sweep:" "$LOG" | grep -E "^(all-reduce sweep|fit|gradient|mlp|cnn|wide|[0-9]+ KiB|every)" | head -n 20
-tar -czf "$OUT/results.tar.gz" -C "$WORK" . 2>>"$LOG"
-rm -rf "$WORK"
-say "logs in $OUT"
+stage_end

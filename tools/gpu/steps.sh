@@ -1,10 +1,13 @@
-# Sourced by the GPU machine's scripts (check_all.sh, stage04.sh, stage05.sh):
+# Sourced by the GPU machine's scripts (check_all.sh, stage_lib.sh for stage04.sh ... stage09.sh, and others):
 # bounded, timed steps with one summary line each.
+# shellcheck shell=bash
 #
 # The caller sets LOG (the log file), DEADLINE (seconds since the script began by
 # which every step must be done) and SUMMARY=() before the first step;
 # STEP_WIDTH (the name column, default 34) and STEP_MIN_LEFT (below this many
-# seconds left a step is skipped, default 15) are optional.
+# seconds left a step is skipped, default 15) are optional. STEP_DRY_RUN=1 logs
+# each step's command instead of running it: a script's plumbing checked on a
+# machine without a GPU.
 
 say() { echo "$*" | tee -a "$LOG"; }
 
@@ -25,6 +28,10 @@ step() {
   say ""
   say "==> $name (limit ${limit}s): $*"
   local start=$SECONDS
+  if [ "${STEP_DRY_RUN:-0}" = 1 ]; then
+    SUMMARY+=("$(printf "%-${width}s %-18s %4ss" "$name" "dry run" 0)")
+    return 0
+  fi
   timeout --kill-after=10 "$limit" "$@" >>"$LOG" 2>&1
   local rc=$? took=$((SECONDS - start)) verdict=ok
   ((rc == 124 || rc == 137)) && verdict="TIMED OUT"

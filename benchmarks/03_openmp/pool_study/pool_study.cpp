@@ -2,8 +2,8 @@
 //
 //   s03_pool_study                                   every size (4 ... 2048), setting and thread count
 //   s03_pool_study --sizes 4,64,1024 --threads 1,2 --settings k2s2p0 --json pool.json
-//   s05_pool_study --json pool.json                  the same, and the GPU's three ways
-//   s05_pool_study --per-window-max 16384            the study's per-window transfers up to 16,384 windows
+// A GPU stage's build of the same program (GpuPart plugged in) adds the GPU's three ways, and
+// --per-window-max N times the study's per-window transfers up to N windows.
 #include "benchmarks/03_openmp/pool_study/pool_study.hpp"
 
 #include <algorithm>
@@ -219,7 +219,7 @@ int run(int argc, char** argv, const std::string& program, GpuPart* gpu) {
   Options o;
   CLI::App app{"The max-pooling study: seconds to max-pool one N x N image, serial (stage 02), OpenMP (rows "
                "among threads)" +
-               std::string(gpu ? " and on the GPU (stage 05's kernel; with the transfers; one transfer per window)"
+               std::string(gpu ? " and on the GPU (its max-pooling kernel; with the transfers; one transfer per window)"
                                : "")};
   app.add_option("--sizes", o.sizes, "Image sides N (N x N, one channel)")->delimiter(',')->check(CLI::Range(1, 16384));
   app.add_option("--settings", o.settings, "Pool settings k<K>s<S>p<P>; one refused by the stages is reported so")
@@ -246,7 +246,7 @@ int run(int argc, char** argv, const std::string& program, GpuPart* gpu) {
     std::string gpu_status = gpu ? "ok" : "skipped", gpu_reason, device;
     double context_s = 0;
     if (!gpu) {
-      gpu_reason = program + " is the CPU build (s05_pool_study, built with CUDA, times the GPU)";
+      gpu_reason = program + " is the CPU build (the GPU stage's build of the study, with CUDA, times the GPU)";
     } else if (!o.gpu) {
       gpu_status = "skipped", gpu_reason = "--gpu 0";
     } else if (!gpu->usable(&gpu_reason)) {

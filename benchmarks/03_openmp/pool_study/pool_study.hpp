@@ -5,11 +5,11 @@
 //
 //   serial   stage 02's course::maxpool_forward, one thread;
 //   openmp   the same loop with its output rows shared among 1, 2, 4, ... threads (OpenMP);
-//   gpu_*    stage 05's kernel (s05_pool_study only): the kernel alone, the kernel with the
+//   gpu_*    a GPU stage's max-pooling kernel (that stage's build only): the kernel alone, the kernel with the
 //            copy of the image in and of the pooled image out, and the study's way, one
 //            transfer per window.
 //
-// s03_pool_study (stage 03's CMake) runs the CPU parts; s05_pool_study (stage 05's) the same
+// s03_pool_study (stage 03's CMake) runs the CPU parts; a GPU stage's build, the same
 // program with the GPU part (pool_study_gpu.cu) plugged in through GpuPart. Each figure is a
 // median; every result is checked against stage 02's, bit for bit. --json writes them all
 // (tools/replicate.py reads it).
@@ -48,7 +48,7 @@ struct Problem {
   std::vector<int> argmax;    ///< stage 02's arg-max
 };
 
-/// The GPU's ways of pooling, supplied by s05_pool_study (pool_study_gpu.cu).
+/// The GPU's ways of pooling, supplied by a GPU stage's build of the study (its pool_study_gpu.cu).
 class GpuPart {
  public:
   virtual ~GpuPart() = default;
@@ -58,7 +58,7 @@ class GpuPart {
   virtual std::string device() = 0;
   /// Wall-clock seconds the first CUDA call of this process took (creating the context).
   virtual double context_seconds() = 0;
-  /// Stage 05's kernel alone, the image already on the device (CUDA events).
+  /// The GPU kernel alone, the image already on the device (CUDA events).
   virtual Figure kernel_only(const Problem& p, const Rule& rule) = 0;
   /// The copy of the image to the device, the kernel and the copy of the pooled image back, from
   /// and to ordinary (pageable) host memory (CUDA events around the three).

@@ -1,5 +1,5 @@
-// The GEMMs of one training step of the 784-256-128-10 MLP, for the matmul sweeps of
-// stage 04 (--mlp) and stage 07 (--course).
+// The GEMMs of one training step of the 784-256-128-10 MLP, for stage 04's matmul sweep (--mlp)
+// and those of the later stages that reuse it.
 #pragma once
 
 #include <string>
