@@ -5,7 +5,7 @@
 /// together, one rank per GPU. It is formed once: rank 0 asks NCCL for a
 /// *unique id* (ncclGetUniqueId: 128 bytes that hold the address where rank 0
 /// listens), every rank gets those bytes by some means of its own (here: a
-/// file, bootstrap.hpp), and every rank calls ncclCommInitRank(&comm, world,
+/// file, common/multi_gpu/bootstrap.hpp), and every rank calls ncclCommInitRank(&comm, world,
 /// id, rank) on its own GPU. The call returns once all `world` ranks have met
 /// through rank 0's address and agreed on how to reach each other (NVLink,
 /// PCIe, shared memory, the network). From then on a collective on `comm`
@@ -27,8 +27,8 @@
 #include <memory>
 #include <string>
 
-#include "09_multi_gpu/bootstrap.hpp"
-#include "09_multi_gpu/watchdog.hpp"
+#include "common/multi_gpu/bootstrap.hpp"
+#include "common/multi_gpu/watchdog.hpp"
 
 namespace course {
 
@@ -55,7 +55,7 @@ ncclUniqueId new_unique_id();
 
 /// The run's unique id on every rank: a fresh one for a world of one; else
 /// rank 0 makes one and publishes it in `id_file`, and the other ranks wait for
-/// it there (bootstrap.hpp), `timeout_s` at most.
+/// it there (common/multi_gpu/bootstrap.hpp), `timeout_s` at most.
 ncclUniqueId share_unique_id(const RankPlace& place, const std::string& id_file, double timeout_s);
 
 /// One rank's membership of a communicator, watched by a Watchdog. Made on the rank's GPU.

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "09_multi_gpu/rank_kernels.hpp"
+#include "common/multi_gpu/rank_kernels.hpp"
 #include "09_multi_gpu/rank_sums.hpp"
 #include "09_multi_gpu/shard_plan.hpp"
 #include "common/nccl_check.hpp"

@@ -23,12 +23,12 @@
 #include <nlohmann/json.hpp>
 
 #include "06_cudnn/cudnn_engine.hpp"
-#include "09_multi_gpu/bootstrap.hpp"
+#include "common/multi_gpu/bootstrap.hpp"
 #include "09_multi_gpu/communicator.hpp"
 #include "09_multi_gpu/data_parallel_engine.hpp"
-#include "09_multi_gpu/launcher.hpp"
-#include "09_multi_gpu/multi_gpu_options.hpp"
-#include "09_multi_gpu/rank_output.hpp"
+#include "common/multi_gpu/launcher.hpp"
+#include "common/multi_gpu/multi_gpu_options.hpp"
+#include "common/multi_gpu/rank_output.hpp"
 #include "09_multi_gpu/shard_plan.hpp"
 #include "common/cuda_check.hpp"
 #include "common/trainer.hpp"
@@ -46,7 +46,7 @@ std::string own_program(const char* argv0) {
   return path;
 }
 
-// Starts the ranks and waits for them (launcher.hpp).
+// Starts the ranks and waits for them (common/multi_gpu/launcher.hpp).
 int launch(int argc, char** argv, const course::MultiGpuOptions& mg) {
   try {
     const int ranks = mg.gpus > 0 ? mg.gpus : 1;

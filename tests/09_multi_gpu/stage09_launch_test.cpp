@@ -13,10 +13,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "09_multi_gpu/bootstrap.hpp"
-#include "09_multi_gpu/launcher.hpp"
-#include "09_multi_gpu/multi_gpu_options.hpp"
-#include "09_multi_gpu/watchdog.hpp"
+#include "common/multi_gpu/bootstrap.hpp"
+#include "common/multi_gpu/launcher.hpp"
+#include "common/multi_gpu/multi_gpu_options.hpp"
+#include "common/multi_gpu/watchdog.hpp"
 #include "common/cli.hpp"
 #include "common/trainer.hpp"
 #include "s09_support.hpp"

@@ -1,5 +1,5 @@
 /// @file multi_gpu_options.hpp
-/// @brief Stage 09: the trainer's own flags, and what a process does with them: launch the ranks or be one (glue, not a task).
+/// @brief Multi-GPU plumbing (given code, not a lesson): the trainer's own flags, and what a process does with them: launch the ranks or be one.
 ///
 /// One trainer binary, three ways to run:
 ///
@@ -17,7 +17,7 @@
 #include <optional>
 #include <string>
 
-#include "09_multi_gpu/bootstrap.hpp"
+#include "common/multi_gpu/bootstrap.hpp"
 
 namespace CLI {
 class App;

@@ -1,6 +1,6 @@
 /// @file multi_gpu_options.cpp
-/// @brief Stage 09: the trainer's own flags and the role of a process (glue; see the header).
-#include "09_multi_gpu/multi_gpu_options.hpp"
+/// @brief Multi-GPU plumbing (given code, not a lesson): the trainer's own flags and the role of a process (see the header).
+#include "common/multi_gpu/multi_gpu_options.hpp"
 
 #include <CLI/CLI.hpp>
 

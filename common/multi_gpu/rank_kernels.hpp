@@ -1,5 +1,5 @@
 /// @file rank_kernels.hpp
-/// @brief Stage 09: the two one-thread kernels of a rank's step (glue, not a task).
+/// @brief Multi-GPU plumbing (given code, not a lesson): the two one-thread kernels of a rank's step.
 ///
 /// Both exist so that a step needs nothing from the host while it runs, even
 /// replayed from a CUDA graph: a value the step reads is written by a kernel

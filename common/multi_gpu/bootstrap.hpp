@@ -1,5 +1,5 @@
 /// @file bootstrap.hpp
-/// @brief Stage 09: how a process learns that it is a rank, and how the ranks share NCCL's unique id (glue, not a task).
+/// @brief Multi-GPU plumbing (given code, not a lesson): how a process learns that it is a rank, and how the ranks share NCCL's unique id.
 ///
 /// Before NCCL can connect the GPUs, every process must know three numbers and
 /// hold one secret: its rank, the world size, its local rank (which GPU of its

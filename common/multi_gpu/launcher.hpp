@@ -1,5 +1,5 @@
 /// @file launcher.hpp
-/// @brief Stage 09: the trainer as its own launcher, one process per GPU (glue, not a task).
+/// @brief Multi-GPU plumbing (given code, not a lesson): the trainer as its own launcher, one process per GPU.
 ///
 /// `s09_train_solution --gpus 2 ...` starts two copies of itself with the same
 /// command line, one per GPU, and waits for them: what `torchrun` or `mpirun`

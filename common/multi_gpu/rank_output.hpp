@@ -1,5 +1,5 @@
 /// @file rank_output.hpp
-/// @brief Stage 09: what a rank other than rank 0 shows (glue, not a task).
+/// @brief Multi-GPU plumbing (given code, not a lesson): what a rank other than rank 0 shows.
 ///
 /// Every rank runs the same trainer and would print the same lines. Rank 0
 /// speaks for the run. The others keep quiet on standard output (std::cout

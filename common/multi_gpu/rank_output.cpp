@@ -1,6 +1,6 @@
 /// @file rank_output.cpp
-/// @brief Stage 09: quiet standard output and prefixed standard error for ranks other than 0 (glue; see the header).
-#include "09_multi_gpu/rank_output.hpp"
+/// @brief Multi-GPU plumbing (given code, not a lesson): quiet standard output and prefixed standard error for ranks other than 0 (see the header).
+#include "common/multi_gpu/rank_output.hpp"
 
 #include <poll.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
 /// @file bootstrap.cpp
-/// @brief Stage 09: the rank's place from the environment, and the unique id through a file (glue; see the header).
-#include "09_multi_gpu/bootstrap.hpp"
+/// @brief Multi-GPU plumbing (given code, not a lesson): the rank's place from the environment, and the unique id through a file (see the header).
+#include "common/multi_gpu/bootstrap.hpp"
 
 #include <unistd.h>
 

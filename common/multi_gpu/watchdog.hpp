@@ -1,5 +1,5 @@
 /// @file watchdog.hpp
-/// @brief Stage 09: what stops a rank whose peers are gone, instead of letting it wait forever (glue, not a task).
+/// @brief Multi-GPU plumbing (given code, not a lesson): what stops a rank whose peers are gone, instead of letting it wait forever.
 ///
 /// A collective finishes only when every rank takes part. If one rank dies, the
 /// others' NCCL kernels wait for its data, on the GPU, forever, and their host

@@ -1,14 +1,14 @@
 /// @file watchdog.cpp
-/// @brief Stage 09: the hang detector and the watchdog thread (glue, not a task; see the header).
-#include "09_multi_gpu/watchdog.hpp"
+/// @brief Multi-GPU plumbing (given code, not a lesson): the hang detector and the watchdog thread (see the header).
+#include "common/multi_gpu/watchdog.hpp"
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
-#include "09_multi_gpu/rank_kernels.hpp"
-#include "09_multi_gpu/rank_output.hpp"
+#include "common/multi_gpu/rank_kernels.hpp"
+#include "common/multi_gpu/rank_output.hpp"
 #include "common/cuda_check.hpp"
 #include "common/trainer.hpp"
 

@@ -1,6 +1,6 @@
 /// @file rank_kernels.cu
-/// @brief Stage 09: the one-thread kernels of a rank's step (glue, not a task; see the header).
-#include "09_multi_gpu/rank_kernels.hpp"
+/// @brief Multi-GPU plumbing (given code, not a lesson): the one-thread kernels of a rank's step (see the header).
+#include "common/multi_gpu/rank_kernels.hpp"
 
 #include "common/cuda_check.hpp"
 

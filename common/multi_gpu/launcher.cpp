@@ -1,6 +1,6 @@
 /// @file launcher.cpp
-/// @brief Stage 09: starting one process per GPU, waiting for them, stopping them together (glue; see the header).
-#include "09_multi_gpu/launcher.hpp"
+/// @brief Multi-GPU plumbing (given code, not a lesson): starting one process per GPU, waiting for them, stopping them together (see the header).
+#include "common/multi_gpu/launcher.hpp"
 
 #include <pthread.h>
 #include <signal.h>
@@ -17,7 +17,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "09_multi_gpu/bootstrap.hpp"
+#include "common/multi_gpu/bootstrap.hpp"
 #include "common/trainer.hpp"
 
 namespace course {
