@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "04_cuda_matmul/gemm.hpp"
-#include "04_cuda_matmul/gpu_engine_parts.hpp"
+#include "common/gpu/engine_parts.hpp"
 #include "04_cuda_matmul/gpu_mlp_engine.hpp"
 #include "04_cuda_matmul/mlp_kernels.hpp"
 #include "benchmarks/04_cuda_matmul/matmul_bench.hpp"

@@ -15,7 +15,7 @@
 /// loss, backward, SGD) with no copy in between, so the host only queues work
 /// and the GPU runs the steps back to back. After each step one 8-byte copy of
 /// the running loss sum goes to the host, where it is read a few steps later:
-/// a NaN or Inf loss stops the run without a wait per step (gpu_engine_parts.hpp).
+/// a NaN or Inf loss stops the run without a wait per step (common/gpu/device_sums.hpp).
 #pragma once
 
 #include <cstdint>
@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "04_cuda_matmul/gemm.hpp"
-#include "04_cuda_matmul/gpu_engine_parts.hpp"
+#include "common/gpu/engine_parts.hpp"
 #include "common/arch.hpp"
 #include "common/cuda_check.hpp"
 #include "common/engine.hpp"

@@ -31,7 +31,7 @@
 #include "02_conv_pool/conv.hpp"
 #include "02_conv_pool/pool.hpp"
 #include "04_cuda_matmul/gemm.hpp"
-#include "04_cuda_matmul/gpu_engine_parts.hpp"
+#include "common/gpu/engine_parts.hpp"
 #include "05_im2col_gemm/conv_gpu.hpp"
 #include "05_im2col_gemm/split_k.hpp"
 #include "common/arch.hpp"
