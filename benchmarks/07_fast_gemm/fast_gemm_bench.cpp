@@ -19,7 +19,8 @@
 #include "04_cuda_matmul/gemm.hpp"
 #include "07_fast_gemm/autotune.hpp"
 #include "07_fast_gemm/fast_gemm.hpp"
-#include "07_fast_gemm/fast_gemm_engine.hpp"
+#include "07_fast_gemm/fast_gemm_step.hpp"
+#include "common/gpu/gpu_engine.hpp"
 #include "benchmarks/04_cuda_matmul/matmul_bench.hpp"
 #include "benchmarks/support/gpu_benchmark.hpp"
 #include "common/data.hpp"
@@ -49,10 +50,11 @@ void matmul_sizes(benchmark::internal::Benchmark* b) {
     for (int n = 1024; n <= 4096; n *= 2) b->Args({kernel, n});
 }
 
-// One training step at batch 64: stage 05's engine on the precision's default kernel.
+// One training step at batch 64: stage 05's step on the precision's default kernel, in the GPU
+// engine (a CUDA graph replay, as the trainer runs it). After 16 batches the epoch starts again.
 void train_step(benchmark::State& state, const std::string& model, const std::string& precision) {
   const course::Dataset data = course::make_synthetic(16 * 64, {1, 28, 28}, 10, 1);
-  std::unique_ptr<course::FastGemmEngine> engine;
+  std::unique_ptr<course::GpuEngine> engine;
   int b = 0;
   int kernel = -1;
   use_fast_gemm_kernels();
@@ -65,11 +67,15 @@ void train_step(benchmark::State& state, const std::string& model, const std::st
     cfg.seed = 42;
     course::GpuCnnOptions options;
     options.gemm_kernel = kernel = course::default_kernel(course::parse_precision(precision));
-    engine = std::make_unique<course::FastGemmEngine>(cfg, options);
+    engine = std::make_unique<course::GpuEngine>(cfg, std::make_unique<course::FastGemmStep>(cfg, options));
     engine->begin_epoch(data, 0);
     return [&] {
-      engine->train_batch(b);
-      b = (b + 1) % engine->num_batches();
+      if (b == engine->num_batches()) {
+        engine->end_epoch();
+        engine->begin_epoch(data, 0);
+        b = 0;
+      }
+      engine->train_batch(b++);
     };
   });
   state.SetItemsProcessed(state.iterations() * 64);

@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-#include "04_cuda_matmul/gpu_engine_parts.hpp"
+#include "common/gpu/engine_parts.hpp"
 #include "06_cudnn/activation_cudnn.hpp"
 #include "06_cudnn/algorithm_choice.hpp"
 #include "06_cudnn/conv_algorithms.hpp"
@@ -132,7 +132,7 @@ class CudnnEngine : public Engine {
 
   // ---- what data parallelism needs (stage 09) ----
 
-  /// From now on every training step calls `sync`'s hooks (gpu_engine_parts.hpp;
+  /// From now on every training step calls `sync`'s hooks (common/gpu/gradient_sync.hpp;
   /// nullptr: none). A step captured before is captured again, with them.
   void set_gradient_sync(GradientSync* sync);
   /// Forgets the captured step: the next full batch is captured anew. Stage 09

@@ -45,7 +45,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "04_cuda_matmul/gpu_engine_parts.hpp"
+#include "common/gpu/engine_parts.hpp"
 #include "06_cudnn/step_graph.hpp"
 #include "08_fused/fused_kernels.hpp"
 #include "08_fused/fused_plan.hpp"

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "04_cuda_matmul/gpu_engine_parts.hpp"
+#include "common/gpu/engine_parts.hpp"
 
 namespace course {
 

@@ -19,7 +19,8 @@
 /// | mse_gpu                         | 4.8  | mse_forward_backward                 |
 /// | absolute_error_gpu (given)      |      | absolute_error_sum (the MAE)         |
 /// | sgd_update_gpu                  | 4.9  | sgd_update (sgd.hpp)                 |
-/// | gather_batch_gpu                | 4.10 | Batcher::gather (common/data.hpp)    |
+///
+/// Task 4.10 runs them as the layers of a training step (mlp_step.cpp).
 #pragma once
 
 #include <string>
@@ -76,11 +77,6 @@ void loss_gpu(const std::string& loss, const float* logits, const int* labels, i
 
 /// v = momentum * v + g, then w -= lr * v, for n parameters.
 void sgd_update_gpu(float* w, const float* g, float* v, long n, float lr, float momentum, cudaStream_t stream = 0);
-
-/// Minibatch gather on the device: for r in [0, B), x[r] = images[order[r]] (D floats each)
-/// and y[r] = labels[order[r]]. `order` points at the batch's first entry of the epoch's order.
-void gather_batch_gpu(const float* images, const int* labels, const int* order, int B, long D, float* x, int* y,
-                      cudaStream_t stream = 0);
 
 /// Threads per block of the element-wise kernels, and the blocks that cover n elements (at least 1).
 constexpr int kElementwiseThreads = 256;

@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <string>
 
-#include "04_cuda_matmul/gpu_engine_parts.hpp"
+#include "common/gpu/engine_parts.hpp"
 
 namespace course {
 

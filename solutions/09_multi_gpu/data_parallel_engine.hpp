@@ -15,7 +15,7 @@
 ///
 /// What this wrapper needs from an engine is small: its flat gradient buffer
 /// and where each layer's gradients lie in it (gradient_ranges()), the
-/// GradientSync hooks in its step (gpu_engine_parts.hpp), a way to start an
+/// GradientSync hooks in its step (common/gpu/gradient_sync.hpp), a way to start an
 /// epoch on a given list of examples (begin_epoch_in_order()), and a step for a
 /// rank without examples. Stage 06's course::CudnnEngine has them; another GPU
 /// engine that adds them can be wrapped the same way.
@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "04_cuda_matmul/gpu_engine_parts.hpp"
+#include "common/gpu/engine_parts.hpp"
 #include "06_cudnn/cudnn_engine.hpp"
 #include "09_multi_gpu/allreduce_timing.hpp"
 #include "09_multi_gpu/bucketed_allreduce.hpp"

@@ -29,7 +29,7 @@
 
 #include <cstddef>
 
-#include "04_cuda_matmul/gpu_engine_parts.hpp"
+#include "common/gpu/engine_parts.hpp"
 #include "09_multi_gpu/allreduce_timing.hpp"
 
 namespace course {

@@ -4,11 +4,13 @@
 //   s05_train_solution --model cnn --kernel 0               (cuBLAS for every matrix product)
 //   s05_train_solution --model cnn --unroll image --verbose (one image at a time: little memory, many small GEMMs)
 //   s05_train_exercise --model cnn-deep --profile           (your code, per-layer GPU times)
+//   s05_train_solution --model cnn --graph off              (every kernel launched one by one)
 //
 // Besides the shared flags: --kernel N (stage 04's GEMM kernels), --unroll
-// image|batch and --split-k N. The run's GEMM, unroll and im2col workspace
+// image|batch, --split-k N and --graph on|off. The run's GEMM, unroll and im2col workspace
 // are printed at the start (per conv layer with --verbose) and written to the
-// --json file under "stage_results" (GpuCnnEngine::stage_results()).
+// --json file under "stage_results" (CnnStep::stage_results()). The step runs in the one GPU engine
+// (common/gpu/gpu_engine.hpp), which replays each full batch as one CUDA graph..
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -17,8 +19,9 @@
 #include <CLI/CLI.hpp>
 
 #include "04_cuda_matmul/gemm.hpp"
-#include "05_im2col_gemm/gpu_cnn_engine.hpp"
+#include "05_im2col_gemm/cnn_step.hpp"
 #include "common/cuda_check.hpp"
+#include "common/gpu/gpu_engine.hpp"
 #include "common/trainer.hpp"
 
 namespace {
@@ -29,9 +32,9 @@ std::string megabytes(std::size_t bytes) {
   return text;
 }
 
-// What this run's engine is made of, printed at the start (the engine's stage_results()
+// What this run's step is made of, printed at the start (the step's stage_results()
 // puts the same facts in the --json file).
-void describe(const course::GpuCnnEngine& engine, int batch, bool verbose) {
+void describe(const course::CnnStep& engine, int batch, bool verbose) {
   const course::GpuCnnOptions& o = engine.options();
   const std::vector<course::ConvMemory> convs = engine.conv_memory();
   std::cout << "gemm: kernel " << o.gemm_kernel << " (" << course::gemm_kernel_name(o.gemm_kernel) << ")";
@@ -62,7 +65,7 @@ void describe(const course::GpuCnnEngine& engine, int batch, bool verbose) {
 int main(int argc, char** argv) {
   const course::StageInfo stage{"05_im2col_gemm", "Stage 05: CNNs on the GPU, convolutions as im2col + GEMM"};
   course::GpuCnnOptions options;
-  std::string unroll = "batch";
+  std::string unroll = "batch", graph = "on";
   std::string kernel_help = "Matrix-product kernel (stage 04):";
   for (int k = 0; k < course::kNumGemmKernels; ++k)
     kernel_help += " " + std::to_string(k) + " = " + course::gemm_kernel_name(k) + (k + 1 < course::kNumGemmKernels ? "," : "");
@@ -80,6 +83,11 @@ int main(int argc, char** argv) {
                    "(--unroll batch with kernel 6; 1 = one GEMM)")
         ->check(CLI::Range(1, 1024))
         ->type_name("N");
+    app.add_option("--graph", graph,
+                   "Replay each training step as one CUDA graph (on) or launch every kernel one by one (off); "
+                   "--profile always runs without it")
+        ->check(CLI::IsMember({"on", "off"}))
+        ->capture_default_str();
     // Checked once the command line is parsed (so --help works anywhere) and
     // before the data is loaded: without a GPU there is nothing to wait for.
     app.final_callback([] {
@@ -91,8 +99,12 @@ int main(int argc, char** argv) {
       argc, argv, stage,
       [&](const course::EngineConfig& cfg) {
         options.unroll = course::parse_unroll(unroll);
-        auto engine = std::make_unique<course::GpuCnnEngine>(cfg, options);
-        describe(*engine, cfg.batch, cfg.verbose);
+        auto step = std::make_unique<course::CnnStep>(cfg, options);
+        const course::CnnStep& cnn = *step;
+        auto engine = std::make_unique<course::GpuEngine>(cfg, std::move(step), std::vector<course::NamedTensor>{},
+                                                          course::GpuEngineOptions{graph == "on"});
+        describe(cnn, cfg.batch, cfg.verbose);
+        std::cout << "graph: " << course::graph_note(*engine, cfg.profile) << "\n";
         return engine;
       },
       extra_options);

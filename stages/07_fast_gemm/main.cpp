@@ -1,12 +1,13 @@
-// Stage 07 trainer: stage 05's GPU engine on the fast GEMM kernels and the tensor cores.
+// Stage 07 trainer: stage 05's step on the fast GEMM kernels and the tensor cores, in the one GPU engine.
 //
 //   s07_train_solution --model cnn                       (kernel 10: autotuned FP32; the choices are printed)
 //   s07_train_solution --model cnn --precision bf16      (kernel 12: BF16 tensor cores, FP32 weights and loss)
 //   s07_train_solution --model mlp --precision tf32      (kernel 11: TF32 tensor cores)
 //   s07_train_solution --model mlp --kernel 8            (any of gemm()'s kernels, 0 to 16)
 //   s07_train_exercise --model cnn --kernel 9            (your kernels, from exercises/)
+//   s07_train_solution --model cnn --graph off           (every kernel launched one by one)
 //
-// Besides the shared flags: --kernel N and --precision fp32|tf32|bf16. A precision
+// Besides the shared flags: --kernel N, --precision fp32|tf32|bf16 and --graph on|off. A precision
 // picks its default kernel; a kernel of another precision than the one asked for is
 // refused. The kernel, the precision and (kernel 10) every tuned choice go to the
 // --json file under "stage_results".
@@ -16,17 +17,18 @@
 
 #include <CLI/CLI.hpp>
 
-#include "05_im2col_gemm/gpu_cnn_engine.hpp"
+#include "05_im2col_gemm/cnn_step.hpp"
 #include "07_fast_gemm/fast_gemm.hpp"
-#include "07_fast_gemm/fast_gemm_engine.hpp"
+#include "07_fast_gemm/fast_gemm_step.hpp"
 #include "common/cuda_check.hpp"
+#include "common/gpu/gpu_engine.hpp"
 #include "common/trainer.hpp"
 
 int main(int argc, char** argv) {
   const course::StageInfo stage{"07_fast_gemm", "Stage 07: warp tiles, asynchronous copies and tensor cores"};
   course::register_fast_gemm_kernels();  // kernel numbers 7 to 12, for --help and the checks
   int kernel = -1;
-  std::string precision;
+  std::string precision, graph = "on";
   std::string kernel_help = "Matrix-product kernel:";
   for (int k = 0; k < course::gemm_kernel_count(); ++k)
     kernel_help += " " + std::to_string(k) + " = " + course::gemm_kernel_name(k) + (k + 1 < course::gemm_kernel_count() ? "," : "");
@@ -38,6 +40,11 @@ int main(int argc, char** argv) {
                    "and the loss stay FP32")
         ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
         ->type_name("P");
+    app.add_option("--graph", graph,
+                   "Replay each training step as one CUDA graph (on) or launch every kernel one by one (off); "
+                   "--profile always runs without it")
+        ->check(CLI::IsMember({"on", "off"}))
+        ->capture_default_str();
     // Checked once the command line is parsed (so --help works anywhere) and before the data is loaded.
     app.final_callback([&] {
       if (kernel >= 0 && !precision.empty() &&
@@ -55,14 +62,18 @@ int main(int argc, char** argv) {
         course::GpuCnnOptions options;
         options.gemm_kernel =
             kernel >= 0 ? kernel : course::default_kernel(course::parse_precision(precision.empty() ? "fp32" : precision));
-        auto engine = std::make_unique<course::FastGemmEngine>(cfg, options);
+        auto step = std::make_unique<course::FastGemmStep>(cfg, options);
+        const course::Precision precision_used = step->precision();
+        auto engine = std::make_unique<course::GpuEngine>(cfg, std::move(step), std::vector<course::NamedTensor>{},
+                                                          course::GpuEngineOptions{graph == "on"});
         std::cout << "gemm: kernel " << options.gemm_kernel << " (" << course::gemm_kernel_name(options.gemm_kernel)
-                  << "), precision " << course::precision_name(engine->precision())
-                  << (engine->precision() == course::Precision::FP32
+                  << "), precision " << course::precision_name(precision_used)
+                  << (precision_used == course::Precision::FP32
                           ? ""
-                          : ": products of operands rounded to " + course::precision_name(engine->precision()) +
+                          : ": products of operands rounded to " + course::precision_name(precision_used) +
                                 ", FP32 sums, FP32 weights, activations and loss")
                   << "\n";
+        std::cout << "graph: " << course::graph_note(*engine, cfg.profile) << "\n";
         return engine;
       },
       extra_options);

@@ -1,5 +1,5 @@
-// Stage 04: the GPU engine as the trainer uses it: what it refuses, where it
-// starts, its parameters, its profile, and every gemm kernel inside it.
+// Stage 04: the GPU engine with the MLP step, as the trainer uses it: what it refuses,
+// where it starts, its parameters, its profile, its CUDA graph, and every gemm kernel inside it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "01_fc_softmax/network.hpp"
-#include "04_cuda_matmul/gpu_mlp_engine.hpp"
 #include "common/checkpoint.hpp"
 #include "gpu_testkit.hpp"
+#include "mlp_engine.hpp"
 
 using namespace course;
 using namespace course::gputest;
@@ -40,23 +40,23 @@ std::string message_of(const std::function<void()>& f) {
 }  // namespace
 
 // The refusals come before any GPU work, so these run anywhere.
-TEST(Stage04_GpuEngine, RefusesConvolutionsAndNamesStage05) {
+TEST(Stage04_GpuEngine, RefusesConvolutionsAndSaysWhy) {
   const EngineConfig cfg = config_for("conv8k3p1,relu,pool2,fc10", {1, 28, 28}, 8);
-  const std::string m = message_of([&] { GpuMlpEngine engine(cfg); });
+  const std::string m = message_of([&] { GpuEngine engine = mlp_engine(cfg); });
   EXPECT_NE(m.find("conv8k3p1"), std::string::npos) << m;
-  EXPECT_NE(m.find("stage 05"), std::string::npos) << m;
+  EXPECT_NE(m.find("dense networks"), std::string::npos) << m;
 }
 
 TEST(Stage04_GpuEngine, RefusesUnknownLossAndKernel) {
   EngineConfig cfg = config_for("fc16,relu,fc10", {1, 28, 28}, 8);
-  EXPECT_THROW({ GpuMlpEngine engine(cfg, kNumGemmKernels); }, std::invalid_argument);
+  EXPECT_THROW({ GpuEngine engine = mlp_engine(cfg, kNumGemmKernels); }, std::invalid_argument);
   cfg.loss = "hinge";
-  EXPECT_NE(message_of([&] { GpuMlpEngine engine(cfg); }).find("hinge"), std::string::npos);
+  EXPECT_NE(message_of([&] { GpuEngine engine = mlp_engine(cfg); }).find("hinge"), std::string::npos);
 }
 
 TEST(Stage04_GpuEngine, RefusesSingleBlockKernelForTheMlp) {
   const EngineConfig cfg = config_for("fc256,relu,fc128,relu,fc10", {1, 28, 28}, 64);
-  const std::string m = message_of([&] { GpuMlpEngine engine(cfg, kGemmSingleBlock); });
+  const std::string m = message_of([&] { GpuEngine engine = mlp_engine(cfg, kGemmSingleBlock); });
   EXPECT_NE(m.find("kernel 1"), std::string::npos) << m;
   EXPECT_NE(m.find("1024"), std::string::npos) << m;
 }
@@ -91,7 +91,7 @@ TEST(Stage04_GpuEngine, DatasetFingerprintChangesWithEveryPartItReads) {
 TEST(Stage04_GpuEngine, StartsFromTheWeightsOfEveryStage) {
   SKIP_WITHOUT_GPU();
   const EngineConfig cfg = config_for("fc256,relu,fc128,relu,fc10", {1, 28, 28}, 64);
-  GpuMlpEngine engine(cfg);
+  GpuEngine engine = mlp_engine(cfg);
   const std::vector<NamedTensor> got = engine.get_parameters();
   const std::vector<NamedTensor> want = initial_parameters(cfg.arch, cfg.input, cfg.classes, cfg.seed);
   ASSERT_EQ(got.size(), want.size());
@@ -105,7 +105,7 @@ TEST(Stage04_GpuEngine, StartsFromTheWeightsOfEveryStage) {
 TEST(Stage04_GpuEngine, SetParametersChecksAndRoundTrips) {
   SKIP_WITHOUT_GPU();
   const EngineConfig cfg = config_for("fc16,tanh,fc10", {1, 4, 4}, 8);
-  GpuMlpEngine engine(cfg);
+  GpuEngine engine = mlp_engine(cfg);
   std::vector<NamedTensor> params = engine.get_parameters();
   for (auto& p : params)
     for (auto& v : p.tensor.data) v += 0.5f;
@@ -124,7 +124,7 @@ TEST(Stage04_GpuEngine, OptimizerStateResumesBitForBit) {
   SKIP_WITHOUT_GPU();
   const Dataset data = make_synthetic(200, {1, 28, 28}, 10, 3);
   const EngineConfig cfg = config_for("fc32,relu,fc10", data.shape, 32);
-  GpuMlpEngine straight(cfg), resumed(cfg);
+  GpuEngine straight = mlp_engine(cfg), resumed = mlp_engine(cfg);
   straight.train_epoch(data, 0, {});
   resumed.set_parameters(straight.get_parameters());
   const std::vector<NamedTensor> velocity = straight.get_optimizer_state();
@@ -139,7 +139,7 @@ TEST(Stage04_GpuEngine, OptimizerStateResumesBitForBit) {
 TEST(Stage04_GpuEngine, RefusesDataThatDoesNotFit) {
   SKIP_WITHOUT_GPU();
   const EngineConfig cfg = config_for("fc16,relu,fc10", {1, 28, 28}, 8);
-  GpuMlpEngine engine(cfg);
+  GpuEngine engine = mlp_engine(cfg);
   const Dataset wrong_shape = make_synthetic(20, {3, 8, 8}, 10, 1);
   EXPECT_THROW(engine.evaluate(wrong_shape, nullptr), std::invalid_argument);
   Dataset bad_label = make_synthetic(20, {1, 28, 28}, 10, 1);
@@ -153,7 +153,7 @@ TEST(Stage04_GpuEngine, ProfileTimesEveryLayerAndStep) {
   const Dataset data = make_synthetic(100, {1, 28, 28}, 10, 1);
   EngineConfig cfg = config_for("fc32,relu,fc10", data.shape, 32);
   cfg.profile = true;
-  GpuMlpEngine engine(cfg);
+  GpuEngine engine = mlp_engine(cfg);
   engine.train_epoch(data, 0, {});
   engine.evaluate(data, nullptr);  // evaluation is not profiled
   const std::vector<LayerTime> t = engine.layer_times();
@@ -177,7 +177,7 @@ TEST(Stage04_GpuEngine, EveryKernelTrainsLikeCublas) {
     const Dataset data = make_synthetic(tiny ? 45 : 6 * 64 - 10, tiny ? Shape3{1, 4, 4} : Shape3{1, 28, 28}, 10, 2);
     const EngineConfig cfg =
         config_for(tiny ? "fc16,relu,fc10" : "fc256,relu,fc128,relu,fc10", data.shape, tiny ? 8 : 64);
-    GpuMlpEngine reference(cfg, kGemmCublas), engine(cfg, kernel);
+    GpuEngine reference = mlp_engine(cfg, kGemmCublas), engine = mlp_engine(cfg, kernel);
     const EpochStats r = reference.train_epoch(data, 0, {});
     const EpochStats s = engine.train_epoch(data, 0, {});
     EXPECT_NEAR(s.loss_sum, r.loss_sum, 1e-4 * r.loss_sum) << "kernel " << kernel;
@@ -186,4 +186,30 @@ TEST(Stage04_GpuEngine, EveryKernelTrainsLikeCublas) {
       EXPECT_TRUE(close_enough(got[i].name + " with kernel " + std::to_string(kernel), got[i].tensor.data,
                                want[i].tensor.data, got[i].tensor.shape, 1e-3, 0.0, 1e-4));
   }
+}
+
+// The CUDA graph replays the recorded step for every full batch; the gather reads the
+// device's step counter and a new learning rate means a new capture, so two epochs with
+// a short last batch and another rate in the second end bit for bit where the step-by-step
+// launches end.
+TEST(Stage04_GpuEngine, GraphOnTrainsBitForBitAsGraphOff) {
+  SKIP_WITHOUT_GPU();
+  const Dataset data = make_synthetic(5 * 32 + 7, {1, 28, 28}, 10, 5);
+  const EngineConfig cfg = config_for("fc32,relu,fc10", data.shape, 32);
+  GpuEngine graph = mlp_engine(cfg, kBestGemm, {}, true), launches = mlp_engine(cfg, kBestGemm, {}, false);
+  ASSERT_TRUE(graph.graph_enabled());
+  ASSERT_FALSE(launches.graph_enabled());
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    graph.set_learning_rate(0.01 / (epoch + 1));
+    launches.set_learning_rate(0.01 / (epoch + 1));
+    const EpochStats a = graph.train_epoch(data, epoch, {}), b = launches.train_epoch(data, epoch, {});
+    // The loss is summed with atomicAdd in whatever order the threads come: equal up to that.
+    EXPECT_NEAR(a.loss_sum, b.loss_sum, 1e-12 * b.loss_sum) << "epoch " << epoch;
+    EXPECT_EQ(a.correct, b.correct) << "epoch " << epoch;
+  }
+  EXPECT_EQ(graph.graph_replays(), 2 * 5) << "every full batch replayed, the short ones launched";
+  EXPECT_EQ(launches.graph_replays(), 0);
+  const std::vector<NamedTensor> a = graph.get_parameters(), b = launches.get_parameters();
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].tensor.data, b[i].tensor.data) << a[i].name;
+  EXPECT_EQ(graph.get_optimizer_state()[0].tensor.data, launches.get_optimizer_state()[0].tensor.data);
 }

@@ -17,8 +17,8 @@
 
 #include "01_fc_softmax/network.hpp"
 #include "01_fc_softmax/train.hpp"
-#include "04_cuda_matmul/gpu_mlp_engine.hpp"
 #include "gpu_testkit.hpp"
+#include "mlp_engine.hpp"
 #include "tensor_check.hpp"
 
 using namespace course;
@@ -81,7 +81,7 @@ std::string message_of(const std::function<void()>& f) {
 // Before any GPU work, so it runs anywhere: a sigmoid output goes with MSE only.
 TEST(Stage04_SigmoidOutput, RefusesASigmoidOutputWithCrossEntropy) {
   const Dataset d = make_synthetic(8, kFeatures, 3, 1);
-  const std::string m = message_of([&] { GpuMlpEngine engine(config_for(kPractice, d, 4, "cross-entropy")); });
+  const std::string m = message_of([&] { GpuEngine engine = mlp_engine(config_for(kPractice, d, 4, "cross-entropy")); });
   EXPECT_NE(m.find("--loss mse"), std::string::npos) << m;
 }
 
@@ -93,7 +93,7 @@ TEST(Stage04_SigmoidOutput, PracticeNetworkTrainsLikeStage01) {
   const EngineConfig cfg = config_for(kPractice, data, 25);
   const std::vector<NamedTensor> weights = test_weights(cfg, 32);
 
-  GpuMlpEngine gpu(cfg, kGemmCublas, weights);
+  GpuEngine gpu = mlp_engine(cfg, kGemmCublas, weights);
   ASSERT_TRUE(gpu.reports_mae());
   const EpochStats g = gpu.train_epoch(data, 0, {});
   Network<float> cpu = cpu_network(cfg, weights);
@@ -120,7 +120,7 @@ TEST(Stage04_SigmoidOutput, EvaluateMatchesStage01) {
   const Dataset test = make_synthetic(77, kFeatures, 3, 33);
   const EngineConfig cfg = config_for(kPractice, test, 32);
   const std::vector<NamedTensor> weights = test_weights(cfg, 34);
-  GpuMlpEngine gpu(cfg, kGemmCublas, weights);
+  GpuEngine gpu = mlp_engine(cfg, kGemmCublas, weights);
   std::vector<int> gpu_predictions;
   const EpochStats g = gpu.evaluate(test, &gpu_predictions);
   Network<float> cpu = cpu_network(cfg, weights);
@@ -150,7 +150,7 @@ TEST(Stage04_SigmoidOutput, LeakySlopeReachesTheKernels) {
   const Dataset test = make_synthetic(64, kFeatures, 3, 35);
   EngineConfig cfg = config_for("fc32,leaky0.3,fc3", test, 64);
   const std::vector<NamedTensor> weights = test_weights(cfg, 36);
-  GpuMlpEngine gpu(cfg, kGemmCublas, weights);
+  GpuEngine gpu = mlp_engine(cfg, kGemmCublas, weights);
   const EpochStats g = gpu.evaluate(test, nullptr);
   Network<float> cpu = cpu_network(cfg, weights);
   const EpochStats c = evaluate(cpu, test, cfg, nullptr);

@@ -14,8 +14,8 @@
 
 #include "01_fc_softmax/network.hpp"
 #include "01_fc_softmax/train.hpp"
-#include "04_cuda_matmul/gpu_mlp_engine.hpp"
 #include "gpu_testkit.hpp"
+#include "mlp_engine.hpp"
 #include "tensor_check.hpp"
 
 using namespace course;
@@ -62,7 +62,7 @@ Network<float> cpu_network(const EngineConfig& cfg, const std::vector<NamedTenso
 }
 
 // Every parameter of the GPU engine against the CPU network's.
-void expect_same_parameters(GpuMlpEngine& gpu, Network<float>& cpu, double max_abs, double max_rel_norm) {
+void expect_same_parameters(GpuEngine& gpu, Network<float>& cpu, double max_abs, double max_rel_norm) {
   const std::vector<NamedTensor> got = gpu.get_parameters();
   const auto want = cpu.params();
   ASSERT_EQ(got.size(), want.size());
@@ -79,7 +79,7 @@ void train_both_and_compare(const std::string& spec, const std::string& loss, in
   const EngineConfig cfg = config_for(spec, data, batch, loss);
   const std::vector<NamedTensor> weights = test_weights(cfg, 5);
 
-  GpuMlpEngine gpu(cfg, kGemmCublas, weights);
+  GpuEngine gpu = mlp_engine(cfg, kGemmCublas, weights);
   const EpochStats g = gpu.train_epoch(data, 0, {});
 
   Network<float> cpu = cpu_network(cfg, weights);
@@ -124,7 +124,7 @@ TEST(Task4_10_GpuTraining, EvaluateMatchesStage01) {
   const Dataset test = make_synthetic(77, {1, 28, 28}, 10, 4);
   const EngineConfig cfg = config_for("fc256,relu,fc128,relu,fc10", test, 32);
   const std::vector<NamedTensor> weights = test_weights(cfg, 6);
-  GpuMlpEngine gpu(cfg, kGemmCublas, weights);
+  GpuEngine gpu = mlp_engine(cfg, kGemmCublas, weights);
   std::vector<int> gpu_predictions;
   const EpochStats g = gpu.evaluate(test, &gpu_predictions);
 
@@ -156,7 +156,7 @@ TEST(Task4_10_GpuTraining, LossFallsAndAccuracyRises) {
   const Dataset test = make_synthetic(300, {1, 28, 28}, 10, 2);
   EngineConfig cfg = config_for("fc32,relu,fc10", train, 32);
   cfg.lr = 0.05;
-  GpuMlpEngine gpu(cfg, kGemmCublas, test_weights(cfg, 7));
+  GpuEngine gpu = mlp_engine(cfg, kGemmCublas, test_weights(cfg, 7));
   const EpochStats before = gpu.evaluate(test, nullptr);
   double first_loss = 0, last_loss = 0;
   for (int epoch = 0; epoch < 3; ++epoch) {

@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "04_cuda_matmul/gpu_mlp_engine.hpp"
+#include "04_cuda_matmul/mlp_step.hpp"
+#include "common/gpu/gpu_engine.hpp"
 #include "gpu_testkit.hpp"
 #include "trainer_safety.hpp"
 
@@ -49,7 +50,7 @@ TEST(Stage04_Safety, ResumeAfterAnEpochEqualsUninterruptedBitForBit) {
 TEST(Stage04_Safety, CtrlCInsideAnEpochThenResumeEqualsUninterruptedBitForBit) {
   SKIP_WITHOUT_GPU();
   expect_ctrl_c_at_steps_then_resume_equals_uninterrupted(
-      kStage, [](const EngineConfig& c) { return std::make_unique<GpuMlpEngine>(c); },
+      kStage, [](const EngineConfig& c) { return std::make_unique<GpuEngine>(c, std::make_unique<MlpStep>(c)); },
       {"--dataset", "synthetic", "--limit", "600", "--batch", "32", "--layers", "784,64,10"}, 3, {3, 18, 24}, dir());
 }
 
@@ -72,6 +73,6 @@ TEST(Stage04_Safety, TheFirstNonFiniteStepIsNamed) {
   cfg.input = {1, 28, 28};
   cfg.batch = 32;
   cfg.lr = 1e6;
-  expect_first_bad_step_named([&] { return std::make_unique<GpuMlpEngine>(cfg); },
+  expect_first_bad_step_named([&] { return std::make_unique<GpuEngine>(cfg, std::make_unique<MlpStep>(cfg)); },
                               make_synthetic(2000, cfg.input, 10, 5));
 }

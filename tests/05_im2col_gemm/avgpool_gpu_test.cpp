@@ -28,7 +28,9 @@
 #include "01_fc_softmax/cpu_engine.hpp"
 #include "02_conv_pool/avgpool.hpp"
 #include "02_conv_pool/cnn.hpp"
-#include "05_im2col_gemm/gpu_cnn_engine.hpp"
+#include "05_im2col_gemm/cnn_step.hpp"
+#include "cnn_engine.hpp"
+#include "common/gpu/gpu_engine.hpp"
 #include "05_im2col_gemm/pool_gpu.hpp"
 #include "cnn_comparison.hpp"
 #include "common/data.hpp"
@@ -140,7 +142,7 @@ TEST(Stage05_AvgPool, EngineMatchesStage02AfterTwentySteps) {
   for (const GpuCnnOptions& o : std::vector<GpuCnnOptions>{{kBestGemm, Unroll::Batch, kDefaultSplitK},
                                                            {kGemmCublas, Unroll::Image, kDefaultSplitK}}) {
     const std::string context = std::string(kAvgSpec) + ", " + gemm_kernel_name(o.gemm_kernel);
-    GpuCnnEngine gpu(cfg, o, initial);
+    GpuEngine gpu = cnn_engine(cfg, o, initial);
     const testkit::SideBySide r = testkit::train_side_by_side(gpu, cfg, train, test, initial);
     ASSERT_EQ(r.gpu_train.seen, r.cpu_train.seen) << context;
     EXPECT_NEAR(r.gpu_train.loss_sum, r.cpu_train.loss_sum, testkit::kStepsLossRtol * r.cpu_train.loss_sum) << context;

@@ -16,7 +16,9 @@
 #include "02_conv_pool/cnn.hpp"
 #include "04_cuda_matmul/gemm.hpp"
 #include "05_im2col_gemm/conv_gpu.hpp"
-#include "05_im2col_gemm/gpu_cnn_engine.hpp"
+#include "05_im2col_gemm/cnn_step.hpp"
+#include "cnn_engine.hpp"
+#include "common/gpu/gpu_engine.hpp"
 #include "05_im2col_gemm/im2col.hpp"
 #include "05_im2col_gemm/pool_gpu.hpp"
 #include "05_im2col_gemm/split_k.hpp"
@@ -136,7 +138,7 @@ TEST(Stage05_Engine, ParametersAreNamedAndShapedAsInStage02) {
                                   std::string("conv4k5p2s2,tanh,pool3s2p1,conv6k1,flatten,fc12,sigmoid,fc10"),
                                   std::string("flatten,fc10")}) {
     const EngineConfig cfg = config(spec, {3, 20, 20}, 4);
-    const std::vector<NamedTensor> got = GpuCnnEngine::model_parameters(cfg);
+    const std::vector<NamedTensor> got = CnnStep::model_parameters(cfg);
     const std::vector<NamedTensor> want = initial_parameters(cfg.arch, cfg.input, cfg.classes, 1, make_cnn_layer<float>);
     ASSERT_EQ(got.size(), want.size()) << spec;
     for (std::size_t i = 0; i < want.size(); ++i) {
@@ -149,19 +151,19 @@ TEST(Stage05_Engine, ParametersAreNamedAndShapedAsInStage02) {
 // Refused with a reason before any GPU memory is touched.
 TEST(Stage05_Engine, RefusesWhatItCannotRun) {
   const EngineConfig cnn = config(named_model_spec("cnn"), {1, 28, 28}, 64);
-  EXPECT_TRUE(contains(invalid_argument_message([&] { GpuCnnEngine e(cnn, GpuCnnOptions{kGemmSingleBlock, Unroll::Batch, 1}); }),
+  EXPECT_TRUE(contains(invalid_argument_message([&] { GpuEngine e = cnn_engine(cnn, GpuCnnOptions{kGemmSingleBlock, Unroll::Batch, 1}); }),
                        "use --kernel 2 or later"));
-  EXPECT_TRUE(contains(invalid_argument_message([&] { GpuCnnEngine e(cnn, GpuCnnOptions{9, Unroll::Batch, 1}); }), "kernel 9"));
-  EXPECT_TRUE(contains(invalid_argument_message([&] { GpuCnnEngine e(cnn, GpuCnnOptions{kBestGemm, Unroll::Batch, 0}); }),
+  EXPECT_TRUE(contains(invalid_argument_message([&] { GpuEngine e = cnn_engine(cnn, GpuCnnOptions{9, Unroll::Batch, 1}); }), "kernel 9"));
+  EXPECT_TRUE(contains(invalid_argument_message([&] { GpuEngine e = cnn_engine(cnn, GpuCnnOptions{kBestGemm, Unroll::Batch, 0}); }),
                        "--split-k"));
   EngineConfig hinge = cnn;
   hinge.loss = "hinge";
-  EXPECT_TRUE(contains(invalid_argument_message([&] { GpuCnnEngine e(hinge); }), "unknown loss 'hinge'"));
+  EXPECT_TRUE(contains(invalid_argument_message([&] { GpuEngine e = cnn_engine(hinge); }), "unknown loss 'hinge'"));
   const EngineConfig too_small = config(named_model_spec("cnn"), {1, 3, 3}, 8);
-  EXPECT_FALSE(invalid_argument_message([&] { GpuCnnEngine e(too_small); }).empty());
-  std::vector<NamedTensor> wrong = GpuCnnEngine::model_parameters(cnn);
+  EXPECT_FALSE(invalid_argument_message([&] { GpuEngine e = cnn_engine(too_small); }).empty());
+  std::vector<NamedTensor> wrong = CnnStep::model_parameters(cnn);
   wrong[0].tensor = Tensor({16, 1, 5, 5});
-  EXPECT_TRUE(contains(invalid_argument_message([&] { GpuCnnEngine e(cnn, GpuCnnOptions{}, wrong); }), "expected conv1.weight"));
+  EXPECT_TRUE(contains(invalid_argument_message([&] { GpuEngine e = cnn_engine(cnn, GpuCnnOptions{}, wrong); }), "expected conv1.weight"));
 }
 
 // --profile gives a row per layer, named as stage 02 names them, plus the
@@ -170,7 +172,7 @@ TEST(Stage05_Engine, ProfileHasARowPerLayer) {
   SKIP_WITHOUT_GPU();
   EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 16);
   cfg.profile = true;
-  GpuCnnEngine engine(cfg);
+  GpuEngine engine = cnn_engine(cfg);
   engine.train_epoch(make_synthetic(48, {1, 28, 28}, 10, 3), 0, {});
   const std::vector<LayerTime> times = engine.layer_times();
   ASSERT_EQ(times.size(), cfg.arch.layers.size() + 3);
@@ -186,15 +188,36 @@ TEST(Stage05_Engine, ProfileHasARowPerLayer) {
     }
 }
 
+// Each full batch replays one captured step (the gather follows the device's step counter,
+// a new learning rate is captured again); the parameters end bit for bit where the same
+// steps launched one by one end, a short last batch and two rates included.
+TEST(Stage05_Engine, GraphOnTrainsBitForBitAsGraphOff) {
+  SKIP_WITHOUT_GPU();
+  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 16);
+  const Dataset data = make_synthetic(3 * 16 + 5, {1, 28, 28}, 10, 6);
+  GpuEngine graph = cnn_engine(cfg, {}, {}, true), launches = cnn_engine(cfg, {}, {}, false);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    graph.set_learning_rate(0.01 / (epoch + 1));
+    launches.set_learning_rate(0.01 / (epoch + 1));
+    const EpochStats a = graph.train_epoch(data, epoch, {}), b = launches.train_epoch(data, epoch, {});
+    EXPECT_NEAR(a.loss_sum, b.loss_sum, 1e-12 * b.loss_sum) << "epoch " << epoch << " (atomicAdd's order aside)";
+    EXPECT_EQ(a.correct, b.correct) << "epoch " << epoch;
+  }
+  EXPECT_EQ(graph.graph_replays(), 2 * 3);
+  EXPECT_EQ(launches.graph_replays(), 0);
+  const std::vector<NamedTensor> a = graph.get_parameters(), b = launches.get_parameters();
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].tensor.data, b[i].tensor.data) << a[i].name;
+}
+
 // Checkpoints carry the velocity: what get_optimizer_state() returns, set_optimizer_state() takes back.
 TEST(Stage05_Engine, OptimizerStateRoundTrips) {
   SKIP_WITHOUT_GPU();
   const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 16);
-  GpuCnnEngine engine(cfg);
+  GpuEngine engine = cnn_engine(cfg);
   engine.train_epoch(make_synthetic(32, {1, 28, 28}, 10, 4), 0, {});
   const std::vector<NamedTensor> state = engine.get_optimizer_state();
   ASSERT_EQ(state[0].name, "conv1.weight.velocity");
-  GpuCnnEngine other(cfg);
+  GpuEngine other = cnn_engine(cfg);
   other.set_optimizer_state(state);
   const std::vector<NamedTensor> back = other.get_optimizer_state();
   for (std::size_t i = 0; i < state.size(); ++i) EXPECT_EQ(back[i].tensor.data, state[i].tensor.data) << state[i].name;
@@ -254,7 +277,7 @@ nlohmann::json run_stage05_trainer(std::vector<std::string> args, const GpuCnnOp
   ::testing::internal::CaptureStdout();
   ::testing::internal::CaptureStderr();
   *exit_code = run_trainer(static_cast<int>(argv.size()), argv.data(), stage, [&](const EngineConfig& cfg) {
-    return std::make_unique<GpuCnnEngine>(cfg, options);
+    return std::make_unique<GpuEngine>(cfg, std::make_unique<CnnStep>(cfg, options));
   });
   const std::string out = ::testing::internal::GetCapturedStdout(), err = ::testing::internal::GetCapturedStderr();
   std::ifstream in(json_path);

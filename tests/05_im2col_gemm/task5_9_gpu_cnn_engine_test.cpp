@@ -29,7 +29,9 @@
 
 #include "01_fc_softmax/cpu_engine.hpp"
 #include "02_conv_pool/cnn.hpp"
-#include "05_im2col_gemm/gpu_cnn_engine.hpp"
+#include "05_im2col_gemm/cnn_step.hpp"
+#include "cnn_engine.hpp"
+#include "common/gpu/gpu_engine.hpp"
 #include "cnn_comparison.hpp"
 #include "common/data.hpp"
 #include "stage05_support.hpp"
@@ -58,7 +60,7 @@ EngineConfig config(const std::string& spec, Shape3 input, int batch, const std:
 
 /// Weights uniform in +-1/sqrt(fan-in), biases in +-0.1.
 std::vector<NamedTensor> random_parameters(const EngineConfig& cfg, std::uint64_t seed) {
-  return testkit::spread_parameters(GpuCnnEngine::model_parameters(cfg), seed);
+  return testkit::spread_parameters(CnnStep::model_parameters(cfg), seed);
 }
 
 /// `examples` synthetic examples make ceil(examples / batch) = kSteps steps; the test set is another draw.
@@ -71,7 +73,7 @@ void check_against_stage02(const std::string& spec, Shape3 input, int batch, int
   const Dataset test = make_synthetic(100, input, kClasses, 92);
   const std::vector<NamedTensor> initial = random_parameters(cfg, 93);
 
-  GpuCnnEngine gpu(cfg, options, initial);
+  GpuEngine gpu = cnn_engine(cfg, options, initial);
   const testkit::SideBySide r = testkit::train_side_by_side(gpu, cfg, train, test, initial);
   const EpochStats &gpu_train = r.gpu_train, &cpu_train = r.cpu_train, &gpu_test = r.gpu_test, &cpu_test = r.cpu_test;
   const std::vector<int>&gpu_predictions = r.gpu_predictions, &cpu_predictions = r.cpu_predictions;

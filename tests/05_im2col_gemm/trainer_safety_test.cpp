@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "05_im2col_gemm/gpu_cnn_engine.hpp"
+#include "05_im2col_gemm/cnn_step.hpp"
+#include "cnn_engine.hpp"
+#include "common/gpu/gpu_engine.hpp"
 #include "stage05_support.hpp"
 #include "trainer_safety.hpp"
 
@@ -48,7 +50,7 @@ TEST(Stage05_Safety, ResumeAfterAnEpochEqualsUninterruptedBitForBit) {
 TEST(Stage05_Safety, CtrlCInsideAnEpochThenResumeEqualsUninterruptedBitForBit) {
   SKIP_WITHOUT_GPU();
   expect_ctrl_c_at_steps_then_resume_equals_uninterrupted(
-      kStage, [](const EngineConfig& c) { return std::make_unique<GpuCnnEngine>(c); },
+      kStage, [](const EngineConfig& c) { return std::make_unique<GpuEngine>(c, std::make_unique<CnnStep>(c)); },
       {"--dataset", "synthetic", "--limit", "600", "--batch", "32", "--model", "cnn"}, 3, {3, 18, 24}, dir());
 }
 
@@ -75,6 +77,6 @@ TEST(Stage05_Safety, TheFirstNonFiniteStepIsNamed) {
   cfg.input = {1, 28, 28};
   cfg.batch = 32;
   cfg.lr = 1e6;
-  expect_first_bad_step_named([&] { return std::make_unique<GpuCnnEngine>(cfg); },
+  expect_first_bad_step_named([&] { return std::make_unique<GpuEngine>(cfg, std::make_unique<CnnStep>(cfg)); },
                               make_synthetic(2000, cfg.input, 10, 5));
 }

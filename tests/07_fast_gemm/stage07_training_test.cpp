@@ -1,4 +1,4 @@
-// Training on stage 07's kernels: 20 SGD steps of stage 05's engine with every product on
+// Training on stage 07's kernels: 20 SGD steps of stage 05's step, in the GPU engine, with every product on
 // kernel 9, 10, 11 or 12, beside stage 02's CPU engine from the same weights on the same batches.
 //
 // FP32 (kernels 9 and 10): the parameters must agree as in stage 05's comparison (Task 5.9):
@@ -30,13 +30,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "02_conv_pool/cnn.hpp"
-#include "07_fast_gemm/fast_gemm_engine.hpp"
+#include "07_fast_gemm/fast_gemm_step.hpp"
 #include "cnn_comparison.hpp"
 #include "common/data.hpp"
+#include "common/gpu/gpu_engine.hpp"
 #include "fast_gemm_check.hpp"
 
 using namespace course;
@@ -106,10 +108,10 @@ void compare_with_stage02(const std::string& model, int kernel, int batch) {
   const EngineConfig cfg = config(named_model_spec(model), batch);
   const Dataset train = make_synthetic(kSteps * batch, cfg.input, kClasses, 91);
   const Dataset test = make_synthetic(100, cfg.input, kClasses, 92);
-  const std::vector<NamedTensor> initial = testkit::spread_parameters(GpuCnnEngine::model_parameters(cfg), 93);
+  const std::vector<NamedTensor> initial = testkit::spread_parameters(CnnStep::model_parameters(cfg), 93);
   GpuCnnOptions options;
   options.gemm_kernel = kernel;
-  FastGemmEngine gpu(cfg, options);
+  GpuEngine gpu(cfg, std::make_unique<FastGemmStep>(cfg, options));
   gpu.set_parameters(initial);
   const testkit::SideBySide r = testkit::train_side_by_side(gpu, cfg, train, test, initial);
   ASSERT_EQ(r.gpu_params.size(), r.cpu_params.size());

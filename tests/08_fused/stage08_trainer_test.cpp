@@ -12,7 +12,8 @@
 
 #include "01_fc_softmax/cpu_engine.hpp"
 #include "02_conv_pool/cnn.hpp"
-#include "05_im2col_gemm/gpu_cnn_engine.hpp"
+#include "05_im2col_gemm/cnn_step.hpp"
+#include "common/gpu/gpu_engine.hpp"
 #include "06_cudnn/cudnn_engine.hpp"
 #include "08_fused/fused_engine.hpp"
 #include "common/trainer.hpp"
@@ -51,7 +52,9 @@ std::unique_ptr<Engine> make_stage08(const EngineConfig& cfg) { return std::make
 std::unique_ptr<Engine> make_stage02(const EngineConfig& cfg) {
   return std::make_unique<CpuEngine>(cfg, make_cnn_layer<float>);
 }
-std::unique_ptr<Engine> make_stage05(const EngineConfig& cfg) { return std::make_unique<GpuCnnEngine>(cfg); }
+std::unique_ptr<Engine> make_stage05(const EngineConfig& cfg) {
+  return std::make_unique<GpuEngine>(cfg, std::make_unique<CnnStep>(cfg));
+}
 std::unique_ptr<Engine> make_stage06(const EngineConfig& cfg) { return std::make_unique<CudnnEngine>(cfg, true); }
 
 }  // namespace

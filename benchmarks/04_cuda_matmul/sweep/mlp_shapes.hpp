@@ -8,7 +8,7 @@
 namespace course::bench {
 
 /// The GEMMs of one training step of the MLP at batch B, as stage 04's engine runs them
-/// (gpu_mlp_engine.cpp, dense_gpu.cu), C[M, N] = op(A)[M, K] op(B)[K, N]: per layer the
+/// (mlp_step.cpp, dense_gpu.cu), C[M, N] = op(A)[M, K] op(B)[K, N]: per layer the
 /// forward Y = X W^T, the weight gradient dW = dY^T X and, past the first layer (whose
 /// input needs no gradient), the input gradient dX = dY W. `Shape` is the sweep's own
 /// shape type, an aggregate that begins {label, M, N, K, trans_a, trans_b}.

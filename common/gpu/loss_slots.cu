@@ -1,14 +1,14 @@
-/// @file loss_slots_gpu.cu
-/// @brief Stage 04 (glue, not a task): the running loss sum written into pinned host memory by a kernel.
+/// @file loss_slots.cu
+/// @brief Given code: the running loss sum written into pinned host memory by a kernel.
 ///
-/// DeviceLossSlots (gpu_engine_parts.hpp) reads each step's running loss sum back a
+/// DeviceLossSlots (device_sums.hpp) reads each step's running loss sum back a
 /// few steps late. A cudaMemcpyAsync from the device to the host after every step
 /// would do, but each such copy waits for the step before it and holds up the step
 /// after it: about 10 us a step on the H100, a tenth of a fused `cnn` step. One
 /// thread writing the 8 bytes into mapped pinned memory costs about 3 us.
 #include <cuda_runtime.h>
 
-#include "04_cuda_matmul/gpu_engine_parts.hpp"
+#include "common/gpu/device_sums.hpp"
 #include "common/cuda_check.hpp"
 
 namespace course {

@@ -1,33 +1,34 @@
-/// @file fast_gemm_engine.hpp
-/// @brief Stage 07: stage 05's GPU engine on this stage's kernels, and what a run reports (glue, not a task).
+/// @file fast_gemm_step.hpp
+/// @brief Stage 07: stage 05's step on this stage's kernels, and what a run reports (glue, not a task).
 ///
-/// Stage 07 writes no training loop of its own: every product of stage 05's engine
+/// Stage 07 writes no training step of its own: every product of stage 05's step
 /// (conv layers as im2col + GEMM, dense layers, every gradient) goes through
 /// course::gemm(), so choosing kernel 9 or 12 there is all it takes to train on
-/// them. Precision follows from the kernel (gemm_precision()): with kernels 11 and
-/// 12 the products round their operands to TF32 or BF16 and add in FP32, while the
-/// weights, their velocities, the activations and the loss stay FP32 (mixed precision
-/// with FP32 master weights; BF16 keeps FP32's exponent range, so no loss scaling).
+/// them, and the GPU engine (common/gpu/gpu_engine.hpp) gives the step its CUDA graph.
+/// Precision follows from the kernel (gemm_precision()): with kernels 11 and 12 the
+/// products round their operands to TF32 or BF16 and add in FP32, while the weights,
+/// their velocities, the activations and the loss stay FP32 (mixed precision with FP32
+/// master weights; BF16 keeps FP32's exponent range, so no loss scaling).
 #pragma once
 
 #include <nlohmann/json.hpp>
 
-#include "05_im2col_gemm/gpu_cnn_engine.hpp"
+#include "05_im2col_gemm/cnn_step.hpp"
 #include "07_fast_gemm/autotune.hpp"
 #include "07_fast_gemm/fast_gemm.hpp"
 
 namespace course {
 
-class FastGemmEngine : public GpuCnnEngine {
+class FastGemmStep : public CnnStep {
  public:
-  /// Registers kernels 7 to 12 with course::gemm() and builds stage 05's engine on `options`.
-  FastGemmEngine(const EngineConfig& cfg, const GpuCnnOptions& options) : GpuCnnEngine(registered(cfg), options) {}
+  /// Registers kernels 7 to 16 with course::gemm() and builds stage 05's step on `options`.
+  FastGemmStep(const EngineConfig& cfg, const GpuCnnOptions& options) : CnnStep(registered(cfg), options) {}
 
   Precision precision() const { return gemm_precision(options().gemm_kernel); }
 
   /// Stage 05's facts plus the precision and, for kernel 10, the tile sizes chosen per shape.
   nlohmann::json stage_results() const override {
-    nlohmann::json j = GpuCnnEngine::stage_results();
+    nlohmann::json j = CnnStep::stage_results();
     j["precision"] = precision_name(precision());
     if (options().gemm_kernel == kGemmAutotuned) {
       j["autotune"] = nlohmann::json::array();
@@ -42,7 +43,7 @@ class FastGemmEngine : public GpuCnnEngine {
   }
 
  private:
-  /// cfg, once kernels 7 to 12 are known to gemm(): stage 05's constructor checks the kernel number.
+  /// cfg, once the kernels are known to gemm(): stage 05's constructor checks the kernel number.
   static const EngineConfig& registered(const EngineConfig& cfg) {
     register_fast_gemm_kernels();
     return cfg;

@@ -1,0 +1,252 @@
+/// @file gpu_engine.cpp
+/// @brief The one GPU engine (see the header).
+#include "common/gpu/gpu_engine.hpp"
+
+#include <algorithm>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/cuda_check.hpp"
+
+namespace course {
+
+OwnedStream::OwnedStream() { CUDA_CHECK(cudaStreamCreate(&stream_)); }
+
+OwnedStream::~OwnedStream() {
+  if (stream_ != nullptr) {
+    cudaStreamSynchronize(stream_);  // errors ignored: after a GPU fault there is nothing left to wait for
+    cudaStreamDestroy(stream_);
+  }
+}
+
+namespace {
+
+/// The batch size, checked before anything touches the GPU.
+const EngineConfig& checked(const EngineConfig& cfg) {
+  if (cfg.batch < 1) throw std::invalid_argument("batch size must be at least 1, got " + std::to_string(cfg.batch));
+  return cfg;
+}
+
+}  // namespace
+
+std::vector<float> GpuEngine::starting_values(const StepModel& step, const std::vector<NamedTensor>& initial) {
+  return step.layout().flatten_checked(initial.empty() ? step.initial_parameters() : initial, "");
+}
+
+GpuEngine::GpuEngine(const EngineConfig& cfg, std::unique_ptr<StepModel> step, const std::vector<NamedTensor>& initial,
+                     const GpuEngineOptions& options)
+    : cfg_(checked(cfg)), step_(std::move(step)), options_(options), start_(starting_values(*step_, initial)) {
+  for (const std::string& row : step_->layer_rows()) profiler_.add_row(row);
+  gather_row_ = profiler_.add_row("batch gather");
+  loss_row_ = profiler_.add_row("loss (" + cfg_.loss + ")");
+  update_row_ = profiler_.add_row("sgd update");
+
+  params_.upload(start_);
+  grads_.resize(start_.size());
+  velocity_.resize(start_.size());
+  if (!start_.empty()) {
+    CUDA_CHECK(cudaMemset(grads_.get(), 0, start_.size() * sizeof(float)));
+    CUDA_CHECK(cudaMemset(velocity_.get(), 0, start_.size() * sizeof(float)));
+  }
+  start_ = std::vector<float>();  // on the device now
+  const auto batch = static_cast<std::size_t>(cfg_.batch);
+  batch_.resize(batch * static_cast<std::size_t>(cfg_.input.size()));
+  batch_labels_.resize(batch);
+  step_->allocate(cfg_.batch);
+  sums_.allocate();
+  eval_sums_.allocate();
+  scratch_sums_.allocate();
+  epoch_.allocate();
+  if (cfg_.profile) profiler_.enable();
+}
+
+GpuEngine::~GpuEngine() {
+  cudaStreamSynchronize(stream());  // replays may still read the buffers about to go; errors ignored
+}
+
+std::string GpuEngine::device() const { return gpu_name(); }
+
+std::vector<LayerTime> GpuEngine::layer_times() const {
+  return cfg_.profile ? profiler_.times() : std::vector<LayerTime>();
+}
+
+nlohmann::json GpuEngine::stage_results() const { return step_->stage_results(); }
+
+// ---- the training step ----------------------------------------------------------------------
+
+StepContext GpuEngine::context(DeviceSums& sums, bool training) {
+  StepContext ctx;
+  ctx.stream = stream();
+  ctx.params = params_.get();
+  ctx.grads = grads_.get();
+  ctx.velocity = velocity_.get();
+  ctx.param_count = static_cast<long>(params_.size());
+  ctx.lr = static_cast<float>(cfg_.lr);
+  ctx.momentum = static_cast<float>(cfg_.momentum);
+  ctx.sums = &sums;
+  ctx.training = training;
+  ctx.profiler = &profiler_;
+  ctx.recording = recording_ && training;
+  ctx.sync = training ? sync_ : nullptr;
+  return ctx;
+}
+
+void GpuEngine::queue_step(int B, DeviceSums& sums, bool update) {
+  const StepContext ctx = context(sums, /*training=*/true);
+  const DeviceDataset& data = epoch_.data();
+  ctx.time(gather_row_, Pass::Forward, [&] {
+    gather_batch_at_device_step(data.images.get(), data.labels.get(), epoch_.order(), epoch_.step(), cfg_.batch, B,
+                                cfg_.input.size(), batch_.get(), batch_labels_.get(), stream());
+  });
+  const float* logits = step_->forward(ctx, batch_.get(), B);
+  ctx.time(loss_row_, Pass::Forward, [&] { step_->loss(ctx, logits, batch_labels_.get(), B, nullptr); });
+  step_->backward(ctx, B);
+  if (sync_ != nullptr) sync_->before_update(stream());  // also in the warm-up: the hooks' work joins the stream
+  if (update) queue_update(ctx);
+}
+
+void GpuEngine::queue_update(const StepContext& ctx) {
+  ctx.time(update_row_, Pass::Backward, [&] {
+    step_->update(ctx);
+    advance_device_step(epoch_.step(), stream());
+  });
+}
+
+void GpuEngine::run_captured() {
+  const GraphKey key{epoch_.data().images.get(), epoch_.data().labels.get(), epoch_.order(), cfg_.lr};
+  if (!graph_.ready() || !(key == graph_key_)) {
+    if (!warmed_up_) {
+      // One uncaptured pass first (no update, sums to scratch, the step counter untouched):
+      // whatever a call does once (a library's setup, a kernel's tuning) happens outside the
+      // capture, where waiting and allocating are allowed. Its gradients are overwritten.
+      queue_step(cfg_.batch, scratch_sums_, /*update=*/false);
+      CUDA_CHECK(cudaStreamSynchronize(stream()));
+      warmed_up_ = true;
+    }
+    try {
+      graph_.capture(stream(), [&] { queue_step(cfg_.batch, sums_, /*update=*/true); });
+    } catch (const GpuError& e) {
+      std::cerr << "warning: capturing the training step as a CUDA graph failed (" << e.what()
+                << "); the run goes on without the graph\n";
+      options_.graph = false;
+      queue_step(cfg_.batch, sums_, /*update=*/true);
+      return;
+    }
+    graph_key_ = key;
+  }
+  graph_.replay(stream());
+  ++graph_replays_;
+}
+
+void GpuEngine::drop_graph() {
+  CUDA_CHECK(cudaStreamSynchronize(stream()));  // a replay of the old graph may still run
+  graph_.reset();
+}
+
+// ---- epochs ---------------------------------------------------------------------------------
+
+void GpuEngine::begin_epoch(const Dataset& train, int epoch) {
+  begin_epoch_in_order(train, orders_.order(train.size(), cfg_.seed, epoch));
+}
+
+void GpuEngine::begin_epoch_in_order(const Dataset& train, const std::vector<int>& order) {
+  epoch_.begin(train, order, cfg_.input, cfg_.classes, sums_, stream());
+}
+
+void GpuEngine::train_batch(int b) {
+  const int B = epoch_.batch_size(b, cfg_.batch, "GpuEngine::train_batch");
+  recording_ = cfg_.profile;  // only training steps are profiled
+  if (graph_enabled() && B == cfg_.batch && (sync_ == nullptr || sync_->step_may_be_captured()))
+    run_captured();
+  else
+    queue_step(B, sums_, /*update=*/true);
+  if (recording_) profiler_.collect();
+  recording_ = false;
+  epoch_.batch_queued();
+}
+
+void GpuEngine::train_batch_without_examples() {
+  if (!epoch_.started()) throw std::logic_error("GpuEngine::train_batch_without_examples before begin_epoch");
+  if (epoch_.next() < num_batches())
+    throw std::logic_error("GpuEngine::train_batch_without_examples: batch " + std::to_string(epoch_.next()) + " of " +
+                           std::to_string(num_batches()) + " still has examples");
+  if (grads_.size() > 0) CUDA_CHECK(cudaMemsetAsync(grads_.get(), 0, grads_.size() * sizeof(float), stream()));
+  const StepContext ctx = context(sums_, /*training=*/true);
+  if (sync_ != nullptr) {
+    for (const GradientRange& r : step_->gradient_ranges()) ctx.gradients_queued(r);
+    sync_->before_update(stream());
+  }
+  queue_update(ctx);
+  epoch_.batch_queued();
+}
+
+void GpuEngine::set_gradient_sync(GradientSync* sync) {
+  drop_graph();
+  warmed_up_ = false;  // the warm-up runs the new hooks' work once outside a capture too
+  sync_ = sync;
+}
+
+EpochStats GpuEngine::end_epoch() {
+  const EpochStats stats = sums_.read(epoch_.size(), stream());
+  epoch_.end();
+  return stats;
+}
+
+EpochStats GpuEngine::train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) {
+  return train_epoch_in_batches(*this, train, epoch, cfg_.batch, on_batch, sums_, stream());
+}
+
+EpochStats GpuEngine::evaluate(const Dataset& data, std::vector<int>* predictions) {
+  const DeviceDataset& d = upload_once(data, cfg_.input, cfg_.classes, eval_data_, stream());
+  const int n = data.size();
+  const long D = cfg_.input.size();
+  predictions_.resize(static_cast<std::size_t>(std::max(n, 1)));
+  eval_sums_.zero(stream());
+  const StepContext ctx = context(eval_sums_, /*training=*/false);
+  for (int first = 0; first < n; first += cfg_.batch) {
+    const int B = std::min(cfg_.batch, n - first);
+    const float* logits = step_->forward(ctx, d.images.get() + static_cast<long>(first) * D, B);
+    step_->loss(ctx, logits, d.labels.get() + first, B, predictions_.get() + first);
+  }
+  const EpochStats stats = eval_sums_.read(n, stream());
+  if (predictions) {
+    predictions->assign(static_cast<std::size_t>(n), 0);
+    if (n > 0)
+      CUDA_CHECK(cudaMemcpy(predictions->data(), predictions_.get(), static_cast<std::size_t>(n) * sizeof(int),
+                            cudaMemcpyDeviceToHost));
+  }
+  return stats;
+}
+
+// ---- parameters and optimizer state ---------------------------------------------------------
+
+std::vector<NamedTensor> GpuEngine::split(const DeviceBuffer<float>& flat, const std::string& suffix) {
+  CUDA_CHECK(cudaStreamSynchronize(stream()));  // the last update must have landed
+  return step_->layout().split(flat.download(), suffix);
+}
+
+void GpuEngine::upload(DeviceBuffer<float>& flat, const std::vector<NamedTensor>& tensors, const std::string& suffix) {
+  const std::vector<float> values = step_->layout().flatten_checked(tensors, suffix);
+  CUDA_CHECK(cudaStreamSynchronize(stream()));  // queued steps may still read the old values
+  if (!values.empty()) flat.upload(values.data(), values.size());  // same buffer: a captured step stays valid
+}
+
+std::vector<NamedTensor> GpuEngine::get_parameters() { return split(params_, ""); }
+
+void GpuEngine::set_parameters(const std::vector<NamedTensor>& params) { upload(params_, params, ""); }
+
+std::vector<NamedTensor> GpuEngine::get_optimizer_state() { return split(velocity_, ".velocity"); }
+
+std::string graph_note(const GpuEngine& engine, bool profile) {
+  if (engine.graph_enabled()) return "on, one CUDA graph replay per full batch";
+  if (profile) return "off (--profile times every layer uncaptured)";
+  if (!engine.step().capturable()) return "off (this step cannot be captured)";
+  return "off, every kernel launched one by one";
+}
+
+void GpuEngine::set_optimizer_state(const std::vector<NamedTensor>& state) { upload(velocity_, state, ".velocity"); }
+
+}  // namespace course

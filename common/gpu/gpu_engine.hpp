@@ -1,0 +1,171 @@
+/// @file gpu_engine.hpp
+/// @brief The one GPU engine: course::Engine implemented once, around a stage's step model (given code).
+///
+/// Where everything lives:
+///
+/// | on the device                                                 | moved to / from the host              |
+/// |---------------------------------------------------------------|---------------------------------------|
+/// | the training and test sets (images, labels)                   | uploaded once, on first use           |
+/// | every parameter, gradient and velocity, one flat buffer each  | parameters at start and on get/set    |
+/// | the gathered batch; the step model's activations and gradients| never                                 |
+/// | the epoch's shuffled order and the step counter               | order uploaded once per epoch         |
+/// | the epoch's loss sum and correct count                        | read once per epoch; the loss sum also copied back after every step, read a few steps late (the NaN check) |
+///
+/// A training step queues, on the engine's stream: the gather of the batch the device's
+/// step counter names, the step model's forward, loss and backward, the GradientSync
+/// hooks when there are any, the update and the counter's advance. With the graph on
+/// (the default, where the step model is capturable), the first full batch records that
+/// sequence as a CUDA graph and every full batch replays it, until the learning rate or
+/// an address in it changes (under a schedule: at each epoch's first full batch, recorded
+/// again); a last, smaller batch runs the same sequence uncaptured, and so does every
+/// step under --profile, with CUDA events around each layer.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "common/engine.hpp"
+#include "common/epoch_order_ahead.hpp"
+#include "common/gpu/engine_parts.hpp"
+#include "common/gpu/step_capture.hpp"
+#include "common/gpu/step_model.hpp"
+
+namespace course {
+
+/// The engine's own switches (a trainer's --graph).
+struct GpuEngineOptions {
+  bool graph = true;  ///< replay each full training batch as one CUDA graph, where the step can be captured
+};
+
+/// A stream the engine creates and destroys (default flags: it waits for the legacy stream's copies).
+class OwnedStream {
+ public:
+  OwnedStream();
+  ~OwnedStream();
+  OwnedStream(const OwnedStream&) = delete;
+  OwnedStream& operator=(const OwnedStream&) = delete;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+class GpuEngine : public Engine {
+ public:
+  /// Trains `step` with cfg's batch, learning rate, momentum, seed and loss, starting from
+  /// `initial` (tensors in model order), or, when it is empty, step->initial_parameters().
+  /// Throws std::invalid_argument before touching the GPU for a batch below 1 or initial
+  /// parameters that do not match step->layout(); course::GpuError when the GPU cannot be used.
+  GpuEngine(const EngineConfig& cfg, std::unique_ptr<StepModel> step, const std::vector<NamedTensor>& initial = {},
+            const GpuEngineOptions& options = {});
+  ~GpuEngine() override;
+  GpuEngine(const GpuEngine&) = delete;
+  GpuEngine& operator=(const GpuEngine&) = delete;
+
+  /// course::gpu_name(), e.g. "NVIDIA H100 80GB HBM3 (sm_90)".
+  std::string device() const override;
+  /// Read by every update that follows (a captured step is captured again).
+  void set_learning_rate(double lr) override { cfg_.lr = lr; }
+  /// begin_epoch(), train_batch() for every batch, end_epoch(), with the NaN check of
+  /// train_epoch_in_batches(): `on_batch` gets NaN for the loss, which stays on the device.
+  EpochStats train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) override;
+  EpochStats evaluate(const Dataset& data, std::vector<int>* predictions) override;
+  std::vector<NamedTensor> get_parameters() override;
+  void set_parameters(const std::vector<NamedTensor>& params) override;
+  /// The SGD velocity of every parameter, in model order ("fc1.weight.velocity", ...), for checkpoints.
+  std::vector<NamedTensor> get_optimizer_state() override;
+  void set_optimizer_state(const std::vector<NamedTensor>& state) override;
+  /// With EngineConfig::profile: every layer's GPU time, then rows for the gather, the loss and the update.
+  std::vector<LayerTime> layer_times() const override;
+  void reset_layer_times() override { profiler_.reset(); }
+  /// With --loss mse the step models' loss also adds up the absolute errors.
+  bool reports_mae() const override { return true; }
+  /// The step model's StepModel::stage_results().
+  nlohmann::json stage_results() const override;
+
+  const StepModel& step() const { return *step_; }
+  /// True when full batches are replayed as a CUDA graph (on, capturable, and not profiling).
+  bool graph_enabled() const { return options_.graph && step_->capturable() && !cfg_.profile; }
+  /// Training steps run as graph replays since construction.
+  long graph_replays() const { return graph_replays_; }
+  /// Nodes of the captured step (0 before the first capture).
+  std::size_t graph_nodes() const { return graph_.nodes(); }
+
+  // ---- the pieces of train_epoch(), public for the benchmarks, the tests and data parallelism ----
+
+  /// Uploads `train` unless the device holds it, then the example order of `epoch`
+  /// (course::epoch_order), and zeroes the step counter and the epoch's sums.
+  void begin_epoch(const Dataset& train, int epoch);
+  /// The same with the order given (indices into `train`).
+  void begin_epoch_in_order(const Dataset& train, const std::vector<int>& order);
+  /// Batches of the current epoch.
+  int num_batches() const { return epoch_.num_batches(cfg_.batch); }
+  /// Queues the step of batch b, the next one of the epoch (std::logic_error otherwise), and returns
+  /// without waiting for the GPU (with profiling on it waits, to read the timers).
+  void train_batch(int b);
+  /// A step with no examples after the last batch: zero gradients, the sync hooks, the update.
+  void train_batch_without_examples();
+  /// Waits for the GPU and returns the epoch's sums (one copy to the host).
+  EpochStats end_epoch();
+
+  /// From now on every training step calls `sync`'s hooks (nullptr: none); a captured step is captured again.
+  void set_gradient_sync(GradientSync* sync);
+  /// The step model's gradient_ranges(): where each layer's gradients lie in the flat buffer.
+  std::vector<GradientRange> gradient_ranges() const { return step_->gradient_ranges(); }
+  cudaStream_t stream() const { return stream_.get(); }
+
+ private:
+  /// What a captured step points into or holds by value; a change means capturing again.
+  struct GraphKey {
+    const void* images = nullptr;
+    const void* labels = nullptr;
+    const void* order = nullptr;
+    double lr = 0;
+    bool operator==(const GraphKey& o) const {
+      return images == o.images && labels == o.labels && order == o.order && lr == o.lr;
+    }
+  };
+  using Pass = GpuProfiler::Pass;
+
+  /// `initial` (or step's initial_parameters()), flat, checked against step's layout.
+  static std::vector<float> starting_values(const StepModel& step, const std::vector<NamedTensor>& initial);
+  StepContext context(DeviceSums& sums, bool training);
+  void queue_step(int B, DeviceSums& sums, bool update);
+  void queue_update(const StepContext& ctx);
+  void run_captured();
+  void drop_graph();
+  std::vector<NamedTensor> split(const DeviceBuffer<float>& flat, const std::string& suffix);
+  void upload(DeviceBuffer<float>& flat, const std::vector<NamedTensor>& tensors, const std::string& suffix);
+
+  EngineConfig cfg_;
+  std::unique_ptr<StepModel> step_;
+  GpuEngineOptions options_;
+  std::vector<float> start_;  ///< the initial parameters, flat, checked before the stream touches the GPU
+  OwnedStream stream_;  // declared before every GPU resource, so destroyed after them
+  DeviceBuffer<float> params_, grads_, velocity_;
+  DeviceBuffer<float> batch_;        ///< the gathered batch [batch, D]
+  DeviceBuffer<int> batch_labels_;   ///< [batch]
+  DeviceBuffer<int> predictions_;
+  DeviceSums sums_, eval_sums_, scratch_sums_;  ///< training, evaluation, the uncounted warm-up step
+  DeviceEpoch epoch_;       ///< the training set, the epoch's order and the step counter, on the device
+  EpochOrderAhead orders_;  ///< the next epoch's order, shuffled on the host while this epoch runs
+  DeviceDataset eval_data_;
+  GradientSync* sync_ = nullptr;
+
+  StepCapture graph_;
+  GraphKey graph_key_;
+  bool warmed_up_ = false;
+  long graph_replays_ = 0;
+
+  GpuProfiler profiler_;  ///< one row per layer, then gather, loss, update
+  std::size_t gather_row_ = 0, loss_row_ = 0, update_row_ = 0;
+  bool recording_ = false;
+};
+
+/// What a trainer prints after "graph: ": whether and why full batches run as one CUDA graph.
+std::string graph_note(const GpuEngine& engine, bool profile);
+
+}  // namespace course

@@ -1,0 +1,89 @@
+/// @file step_model.hpp
+/// @brief What a stage gives the one GPU engine (gpu_engine.hpp): its training step, layer by layer.
+///
+/// The engine owns everything a step does not depend on: the data set on the device,
+/// the epoch's order and the gather of each batch, the loss sums, the parameter,
+/// gradient and velocity buffers, the profiler, evaluation, checkpoints and the CUDA
+/// graph. A step model owns its layers and their device memory, and queues their work:
+///
+///     x [B, D]  --forward-->  logits [B, K]  --loss-->  dL/dlogits  --backward-->  grads  --update-->  params
+///
+/// x holds B examples of D = C*H*W values each, NCHW per example, row-major; the flat
+/// buffers hold every parameter in the order of layout() (a layer's weight, then its bias).
+/// Every call only queues work on ctx.stream and never waits for the device, so the
+/// engine may capture a whole step into a CUDA graph.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/gpu/device_sums.hpp"
+#include "common/gpu/gpu_profiler.hpp"
+#include "common/gpu/gradient_sync.hpp"
+#include "common/gpu/param_layout.hpp"
+#include "common/tensor.hpp"
+
+namespace course {
+
+/// What the engine hands a step model for one batch.
+struct StepContext {
+  cudaStream_t stream = nullptr;
+  float* params = nullptr;     ///< [layout().total()], flat in model order
+  float* grads = nullptr;      ///< same layout: what backward() writes (overwrites)
+  float* velocity = nullptr;   ///< same layout: the SGD momentum
+  long param_count = 0;
+  float lr = 0.f, momentum = 0.f;
+  DeviceSums* sums = nullptr;  ///< where loss() adds the loss, the correct count (and the absolute errors)
+  bool training = false;       ///< loss() writes dL/dlogits for backward() only when training
+  GpuProfiler* profiler = nullptr;
+  bool recording = false;      ///< inside a profiled training step
+  GradientSync* sync = nullptr;
+
+  /// Runs `work`, timed for --profile as profile row `row` (a layer's index) in `pass`.
+  template <typename Work>
+  void time(std::size_t row, GpuProfiler::Pass pass, Work&& work) const {
+    profiler->time(row, pass, recording, stream, work);
+  }
+  /// Called by backward() once a layer's last write to its gradients is queued (empty ranges are skipped).
+  void gradients_queued(const GradientRange& range) const {
+    if (sync != nullptr && range.size() > 0) sync->gradients_queued(range, stream);
+  }
+};
+
+/// A stage's training step, as the engine drives it.
+class StepModel {
+ public:
+  virtual ~StepModel() = default;
+  /// The parameters' names and shapes in model order: the layout of the flat buffers.
+  virtual const ParamLayout& layout() const = 0;
+  /// What a run starts from when it is given no parameters (course::initial_parameters for the config's seed).
+  virtual std::vector<NamedTensor> initial_parameters() const = 0;
+  /// One --profile row per layer ("conv1 (conv16k3p1)"): ctx.time's rows 0, 1, ...
+  virtual std::vector<std::string> layer_rows() const = 0;
+  /// The gradients of each layer with parameters, in the order backward() finishes them (last layer first).
+  virtual std::vector<GradientRange> gradient_ranges() const = 0;
+  /// The step's own device memory for batches of up to `batch`; called once, after the engine's checks.
+  virtual void allocate(int batch) = 0;
+
+  /// Queues the forward pass of x [B, D] through every layer; returns the logits [B, K] (the step's memory).
+  virtual const float* forward(const StepContext& ctx, const float* x, int B) = 0;
+  /// Queues the loss of `logits` against `labels` [B] into ctx.sums; writes each row's prediction
+  /// when `predictions` is not null, and dL/dlogits (of the batch mean) when ctx.training.
+  virtual void loss(const StepContext& ctx, const float* logits, const int* labels, int B, int* predictions) = 0;
+  /// Queues the backward pass of the last forward(), from the dL/dlogits of the last loss(), into
+  /// ctx.grads, calling ctx.gradients_queued() after each layer with parameters.
+  virtual void backward(const StepContext& ctx, int B) = 0;
+  /// Queues one update of every parameter from ctx.grads (SGD with momentum: ctx.lr, ctx.momentum).
+  virtual void update(const StepContext& ctx) = 0;
+
+  /// Whether a training step may be captured into a CUDA graph (it launches nothing that a capture forbids).
+  virtual bool capturable() const { return true; }
+  /// What the run's step is made of, for the --json file's "stage_results" (Engine::stage_results).
+  virtual nlohmann::json stage_results() const;
+};
+
+}  // namespace course

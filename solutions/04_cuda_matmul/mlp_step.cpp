@@ -1,0 +1,71 @@
+/// @file mlp_step.cpp
+/// @brief Stage 04 (Task 4.10): the MLP's training step on the GPU: forward over the layers, loss, backward, update.
+///
+/// Stage 01's training step (train.hpp), with every layer a kernel of this stage on the
+/// batch at once. Every launch goes on ctx.stream and nothing waits for the GPU: the
+/// engine queues step after step, and may record one as a CUDA graph.
+#include "04_cuda_matmul/mlp_kernels.hpp"
+#include "04_cuda_matmul/mlp_step.hpp"
+#include "common/not_implemented.hpp"
+
+namespace course {
+
+const float* MlpStep::forward(const StepContext& ctx, const float* x, int B) {
+  input_ = x;
+  // BEGIN Task 4.10: the forward pass of x [B, D]: every layer in order, dense_forward_gpu (with gemm_kernel_) or activation_forward_gpu, on ctx.stream
+  // HINT: layer i reads x (i = 0) or outputs_[i - 1] and writes outputs_[i]; its W starts at ctx.params + l.weight, its b at ctx.params + l.bias.
+  // HINT: wrap each layer's work in ctx.time(i, Pass::Forward, [&] { ... }) so that --profile can time it; an activation passes l.slope.
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = layers_[i];
+    const float* in = i == 0 ? x : outputs_[i - 1].get();
+    float* out = outputs_[i].get();
+    ctx.time(i, Pass::Forward, [&] {
+      if (l.kind == LayerKind::Dense)
+        dense_forward_gpu(gemm_kernel_, in, ctx.params + l.weight, ctx.params + l.bias, out, B, l.in, l.out,
+                          ctx.stream);
+      else
+        activation_forward_gpu(l.act, in, out, static_cast<long>(B) * l.out, l.slope, ctx.stream);
+    });
+  }
+  // END Task 4.10
+  return outputs_.back().get();
+}
+
+void MlpStep::loss(const StepContext& ctx, const float* logits, const int* labels, int B, int* predictions) {
+  // BEGIN Task 4.10: the loss of the batch with loss_gpu: the sums go to ctx.sums, dL/dlogits to output_grads_.back() when ctx.training (null otherwise)
+  // HINT: ctx.sums->loss_sum.get(), ->correct.get() and ->abs_error_sum.get() are the device sums; pass `predictions` on as it is.
+  float* dlogits = ctx.training ? output_grads_.back().get() : nullptr;
+  loss_gpu(cfg_.loss, logits, labels, B, cfg_.classes, dlogits, ctx.sums->loss_sum.get(), ctx.sums->correct.get(),
+           predictions, ctx.sums->abs_error_sum.get(), ctx.stream);
+  // END Task 4.10
+}
+
+void MlpStep::backward(const StepContext& ctx, int B) {
+  // BEGIN Task 4.10: the backward pass, last layer first: dense_backward_gpu writes dW and db (ctx.grads + l.weight, + l.bias) and dx; activation_backward_gpu writes dx; layer 0 needs no dx
+  // HINT: layer i reads dy = output_grads_[i] and writes dx = output_grads_[i - 1] (null for i = 0); wrap its work in ctx.time(i, Pass::Backward, ...).
+  // HINT: after each layer, ctx.gradients_queued(l.grads) tells the engine its gradients are queued (empty for activations).
+  for (std::size_t i = layers_.size(); i-- > 0;) {
+    const Layer& l = layers_[i];
+    const float* in = i == 0 ? input_ : outputs_[i - 1].get();
+    const float* dy = output_grads_[i].get();
+    float* dx = i == 0 ? nullptr : output_grads_[i - 1].get();  // training never needs dL/dinput
+    ctx.time(i, Pass::Backward, [&] {
+      if (l.kind == LayerKind::Dense)
+        dense_backward_gpu(gemm_kernel_, in, ctx.params + l.weight, dy, ctx.grads + l.weight, ctx.grads + l.bias, dx,
+                           B, l.in, l.out, ctx.stream);
+      else if (dx != nullptr)
+        activation_backward_gpu(l.act, in, outputs_[i].get(), dy, dx, static_cast<long>(B) * l.out, l.slope,
+                                ctx.stream);
+    });
+    ctx.gradients_queued(l.grads);
+  }
+  // END Task 4.10
+}
+
+void MlpStep::update(const StepContext& ctx) {
+  // BEGIN Task 4.10: one SGD update of every parameter: ctx.params, ctx.grads and ctx.velocity are flat buffers of ctx.param_count values
+  sgd_update_gpu(ctx.params, ctx.grads, ctx.velocity, ctx.param_count, ctx.lr, ctx.momentum, ctx.stream);
+  // END Task 4.10
+}
+
+}  // namespace course

@@ -1,0 +1,109 @@
+/// @file cnn_step.cpp
+/// @brief Stage 05 (Task 5.9): the CNN's training step on the GPU: forward over the layers, loss, backward, update.
+///
+/// Stage 02's network, every layer a kernel of this stage or of stage 04, on the whole
+/// batch at once. Every launch goes on ctx.stream and nothing waits for the GPU: the
+/// engine queues step after step, and may record one as a CUDA graph.
+#include "04_cuda_matmul/mlp_kernels.hpp"
+#include "05_im2col_gemm/cnn_step.hpp"
+#include "05_im2col_gemm/pool_gpu.hpp"
+#include "common/not_implemented.hpp"
+
+namespace course {
+
+const float* CnnStep::forward(const StepContext& ctx, const float* x, int B) {
+  input_ = x;
+  const ConvContext conv = conv_context(ctx.stream);
+  // BEGIN Task 5.9: the forward pass through every layer on ctx.stream: conv_forward_gpu, maxpool_forward_gpu (avgpool_forward_gpu, given, for average pools), stage 04's dense and activation kernels; Flatten is a view (its output is its input: no launch, no copy)
+  // HINT: layer i reads outputs_[i - 1] (x for i = 0) and writes layers_[i].output, whose pointer it stores in outputs_[i]; a Flatten layer stores its input pointer there instead.
+  // HINT: wrap each layer's work in ctx.time(i, Pass::Forward, [&] { ... }) so that --profile can time it; W and b start at ctx.params + l.weight and + l.bias.
+  // HINT: an activation passes its layer's leaky ReLU slope, l.slope (forward and backward alike).
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    GpuLayer& l = layers_[i];
+    const float* in = i == 0 ? x : outputs_[i - 1];
+    if (l.kind == LayerKind::Flatten) {
+      outputs_[i] = in;
+      continue;
+    }
+    float* out = l.output.get();
+    const float* W = ctx.params + l.weight;
+    const float* b = ctx.params + l.bias;
+    ctx.time(i, Pass::Forward, [&] {
+      switch (l.kind) {
+        case LayerKind::Conv: conv_forward_gpu(conv, in, W, b, out, B, l.conv); break;
+        case LayerKind::MaxPool: maxpool_forward_gpu(in, out, l.argmax.get(), B, l.pool, ctx.stream); break;
+        case LayerKind::AvgPool: avgpool_forward_gpu(in, out, B, l.pool, ctx.stream); break;
+        case LayerKind::Dense:
+          dense_forward_gpu(options_.gemm_kernel, in, W, b, out, B, static_cast<int>(l.in.size()),
+                            static_cast<int>(l.out.size()), ctx.stream);
+          break;
+        case LayerKind::Activation:
+          activation_forward_gpu(l.act, in, out, B * l.out.size(), l.slope, ctx.stream);
+          break;
+        case LayerKind::Flatten: break;
+      }
+    });
+    outputs_[i] = out;
+  }
+  // END Task 5.9
+  return outputs_.back();
+}
+
+void CnnStep::loss(const StepContext& ctx, const float* logits, const int* labels, int B, int* predictions) {
+  // BEGIN Task 5.9: the loss of the batch with stage 04's loss_gpu into ctx.sums; dL/dlogits to output_grads_.back() when ctx.training (null otherwise)
+  float* dlogits = ctx.training ? output_grads_.back() : nullptr;
+  loss_gpu(cfg_.loss, logits, labels, B, cfg_.classes, dlogits, ctx.sums->loss_sum.get(), ctx.sums->correct.get(),
+           predictions, ctx.sums->abs_error_sum.get(), ctx.stream);
+  // END Task 5.9
+}
+
+void CnnStep::backward(const StepContext& ctx, int B) {
+  const ConvContext conv = conv_context(ctx.stream);
+  // BEGIN Task 5.9: the backward pass, last layer first: each layer reads dL/d(its output) from output_grads_[i] and writes its parameter gradients and dL/d(its input) into output_grads_[i - 1] (skipped when that is null: layer 0 needs none); Flatten does nothing
+  // HINT: conv: conv_backward_weight_gpu, conv_backward_bias_gpu, and conv_backward_input_gpu when dx is not null; dense: dense_backward_gpu (it skips a null dx itself). dW and db start at ctx.grads + l.weight and + l.bias.
+  // HINT: after each layer with parameters, ctx.gradients_queued(l.grads) tells the engine its gradients are queued.
+  for (std::size_t i = layers_.size(); i-- > 0;) {
+    GpuLayer& l = layers_[i];
+    if (l.kind == LayerKind::Flatten) continue;  // output_grads_[i] already is output_grads_[i - 1]
+    const float* in = i == 0 ? input_ : outputs_[i - 1];
+    const float* dy = output_grads_[i];
+    float* dx = i == 0 ? nullptr : output_grads_[i - 1];
+    const float* W = ctx.params + l.weight;
+    float* dW = ctx.grads + l.weight;
+    float* db = ctx.grads + l.bias;
+    ctx.time(i, Pass::Backward, [&] {
+      switch (l.kind) {
+        case LayerKind::Conv:
+          conv_backward_weight_gpu(conv, in, dy, dW, B, l.conv);
+          conv_backward_bias_gpu(dy, db, B, l.conv, ctx.stream);
+          if (dx != nullptr) conv_backward_input_gpu(conv, dy, W, dx, B, l.conv);
+          break;
+        case LayerKind::MaxPool:
+          if (dx != nullptr) maxpool_backward_gpu(dy, l.argmax.get(), dx, B, l.pool, ctx.stream);
+          break;
+        case LayerKind::AvgPool:
+          if (dx != nullptr) avgpool_backward_gpu(dy, dx, B, l.pool, ctx.stream);
+          break;
+        case LayerKind::Dense:
+          dense_backward_gpu(options_.gemm_kernel, in, W, dy, dW, db, dx, B, static_cast<int>(l.in.size()),
+                             static_cast<int>(l.out.size()), ctx.stream);
+          break;
+        case LayerKind::Activation:
+          if (dx != nullptr)
+            activation_backward_gpu(l.act, in, outputs_[i], dy, dx, B * l.out.size(), l.slope, ctx.stream);
+          break;
+        case LayerKind::Flatten: break;
+      }
+    });
+    ctx.gradients_queued(l.grads);
+  }
+  // END Task 5.9
+}
+
+void CnnStep::update(const StepContext& ctx) {
+  // BEGIN Task 5.9: one SGD update of every parameter with stage 04's sgd_update_gpu on the flat buffers (ctx.param_count values)
+  sgd_update_gpu(ctx.params, ctx.grads, ctx.velocity, ctx.param_count, ctx.lr, ctx.momentum, ctx.stream);
+  // END Task 5.9
+}
+
+}  // namespace course
