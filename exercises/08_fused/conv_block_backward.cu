@@ -1,11 +1,11 @@
 /// @file conv_block_backward.cu
-/// @brief Stage 08 (Tasks 8.2 and 8.3): the fused conv block backward kernel, its two parts' tiling and its launch.
+/// @brief Stage 08 (Tasks 8.2 and 8.3): the fused conv block backward kernel, its two parts' tiling, its launch and its traffic.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
 #include "08_fused/conv_block_backward.cuh"
-#include "08_fused/fused_kernels.hpp"
+#include "08_fused/conv_block_backward.hpp"
 #include "common/cuda_check.hpp"
 #include "common/not_implemented.hpp"
 
@@ -81,6 +81,24 @@ void conv_block_backward_gpu(const ConvBackwardArgs& a, cudaStream_t stream, boo
   }
   launch_fused_kernel(kernel, a.weight_blocks + a.input_blocks, a.smem_bytes, stream, a, early);
   CUDA_CHECK_LAUNCH();
+}
+
+KernelTraffic phase_traffic(const ConvBackwardArgs& a) {
+  const ConvBlockShape& s = a.s;
+  const long long out = static_cast<long long>(a.B) * s.F * s.Hq * s.Wq;
+  const long long x = static_cast<long long>(a.B) * s.C * s.H * s.W;
+  KernelTraffic t;
+  t.kernel = "conv block backward";
+  t.bytes_read = float_bytes(2 * out) + (s.Q > 1 ? out : 0);  // dy, y, argmax
+  if (a.weight_blocks > 0) {
+    t.bytes_read += float_bytes(x);
+    t.bytes_written += float_bytes(static_cast<long long>(a.wg_slices) * (s.F * s.C * s.K * s.K + s.F));
+  }
+  if (a.input_blocks > 0) {
+    t.bytes_read += float_bytes(static_cast<long long>(s.F) * s.C * s.K * s.K);
+    t.bytes_written += float_bytes(x);
+  }
+  return t;
 }
 
 }  // namespace course

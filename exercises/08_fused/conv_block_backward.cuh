@@ -43,6 +43,7 @@
 /// blocks [0, weight_blocks) the first, the rest the second.
 #pragma once
 
+#include "08_fused/conv_block_backward.hpp"
 #include "08_fused/fused_common.cuh"
 
 namespace course {
@@ -70,6 +71,20 @@ __device__ void conv_block_backward_tile(const ConvBackwardArgs& a, int block, f
     conv_block_weight_gradient_tile<K, Q>(a, block, smem);
   else
     conv_block_input_gradient_tile<K, Q>(a, block - a.weight_blocks, smem);
+}
+
+/// Virtual block `block` of the backward kernel, as the persistent kernel runs it (fused_phases.hpp): K and Q
+/// chosen when it runs, among the shapes make_conv_block_shape() admits.
+__device__ inline void conv_block_backward_block(const ConvBackwardArgs& a, int block, float* smem) {
+  switch (a.s.K * 10 + a.s.Q) {
+    case 11: conv_block_backward_tile<1, 1>(a, block, smem); break;
+    case 12: conv_block_backward_tile<1, 2>(a, block, smem); break;
+    case 31: conv_block_backward_tile<3, 1>(a, block, smem); break;
+    case 32: conv_block_backward_tile<3, 2>(a, block, smem); break;
+    case 51: conv_block_backward_tile<5, 1>(a, block, smem); break;
+    case 52: conv_block_backward_tile<5, 2>(a, block, smem); break;
+    default: break;  // make_conv_block_shape() admits no other shape
+  }
 }
 
 }  // namespace course

@@ -26,6 +26,7 @@
 /// its block has few warps, is then `splits` times shorter.
 #pragma once
 
+#include "08_fused/conv_block_forward.hpp"
 #include "08_fused/fused_common.cuh"
 
 namespace course {
@@ -36,6 +37,20 @@ __device__ void conv_block_forward_tile(const ConvForwardArgs& a, int block, flo
   // TODO(Task 8.1): stage the input tile with its halo and the block's weights in shared memory, chans channels at a time; each thread sums the Q x Q conv outputs of its position for 4 filters over its part of the channels (every splits-th); the parts add their sums through shared memory in part order; part 0 then adds the bias, applies the activation, keeps the first maximum of the window and writes y and the window offset dh * Q + dw
   // HINT: the tile's first output (qh0, qw0) reads input rows from qh0 * Q - P: cell (row, col) of the staged tile is input (qh0 Q - P + row, qw0 Q - P + col), 0 outside the image.
   // HINT: a thread at (th, tw) of the tile reads tile rows th Q + dh + kh and columns tw Q + dw + kw; stage the weights as [channel][tap][16 filters] so that its 4 filters are one float4.
+}
+
+/// Virtual block `block` of the forward kernel, as the persistent kernel runs it (fused_phases.hpp): K and Q
+/// chosen when it runs, among the shapes make_conv_block_shape() admits.
+__device__ inline void conv_block_forward_block(const ConvForwardArgs& a, int block, float* smem) {
+  switch (a.s.K * 10 + a.s.Q) {
+    case 11: conv_block_forward_tile<1, 1>(a, block, smem); break;
+    case 12: conv_block_forward_tile<1, 2>(a, block, smem); break;
+    case 31: conv_block_forward_tile<3, 1>(a, block, smem); break;
+    case 32: conv_block_forward_tile<3, 2>(a, block, smem); break;
+    case 51: conv_block_forward_tile<5, 1>(a, block, smem); break;
+    case 52: conv_block_forward_tile<5, 2>(a, block, smem); break;
+    default: break;  // make_conv_block_shape() admits no other shape
+  }
 }
 
 }  // namespace course

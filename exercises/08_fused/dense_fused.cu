@@ -1,11 +1,11 @@
 /// @file dense_fused.cu
-/// @brief Stage 08 (Tasks 8.4 and 8.5): the dense forward and backward kernels, their tiling and their launches.
+/// @brief Stage 08 (Tasks 8.4 and 8.5): the dense forward and backward kernels, their tiling, their launches and their traffic.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
 #include "08_fused/dense_fused.cuh"
-#include "08_fused/fused_kernels.hpp"
+#include "08_fused/dense_fused.hpp"
 #include "common/cuda_check.hpp"
 #include "common/not_implemented.hpp"
 
@@ -103,6 +103,30 @@ DenseBackwardArgs plan_dense_backward(int B, int IN, int OUT, FusedAct act, cons
 void dense_backward_gpu(const DenseBackwardArgs& a, cudaStream_t stream, bool early) {
   launch_fused_kernel(dense_backward_kernel, a.weight_blocks + a.input_blocks, a.smem_bytes, stream, a, early);
   CUDA_CHECK_LAUNCH();
+}
+
+KernelTraffic phase_traffic(const DenseForwardArgs& a) {
+  const long long y = static_cast<long long>(a.B) * a.OUT;
+  KernelTraffic t;
+  t.kernel = "dense forward";
+  t.bytes_read = float_bytes(static_cast<long long>(a.B) * a.IN + static_cast<long long>(a.OUT) * a.IN + a.OUT);
+  t.bytes_written = float_bytes(y);
+  if (a.k_slices > 1) {  // the partial sums, written by every block and read by the last
+    t.bytes_written += float_bytes(a.k_slices * y);
+    t.bytes_read += float_bytes(a.k_slices * y);
+  }
+  return t;
+}
+
+KernelTraffic phase_traffic(const DenseBackwardArgs& a) {
+  KernelTraffic t;
+  t.kernel = "dense backward";
+  t.bytes_read = float_bytes(static_cast<long long>(a.B) * a.IN + static_cast<long long>(a.OUT) * a.IN +
+                             2LL * a.B * a.OUT);
+  t.bytes_written =
+      float_bytes(static_cast<long long>(a.slices) * (static_cast<long long>(a.OUT) * a.IN + a.OUT));
+  if (a.input_blocks > 0) t.bytes_written += float_bytes(static_cast<long long>(a.B) * a.IN);
+  return t;
 }
 
 }  // namespace course

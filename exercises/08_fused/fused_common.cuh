@@ -19,7 +19,7 @@
 #include <cuda_runtime.h>
 
 #include "01_fc_softmax/activations.hpp"
-#include "08_fused/fused_kernels.hpp"
+#include "08_fused/fused_common.hpp"
 
 namespace course {
 
@@ -52,23 +52,6 @@ __device__ __forceinline__ float fused_slope(FusedAct act, float a) {
 /// n rounded up to a multiple of 4: shared-memory arrays placed one after another
 /// start on 16-byte boundaries, so that float4 loads from the next one are aligned.
 __host__ __device__ __forceinline__ int round_up_to_4(int n) { return (n + 3) / 4 * 4; }
-
-/// Blocks of phase p (for a backward kernel, both parts): what a launch of the phase's
-/// kernel runs, and what the persistent kernel's blocks share out.
-__host__ __device__ inline int fused_phase_blocks(const FusedPhase& p) {
-  switch (p.kind) {
-    case PhaseKind::Gather: return p.gather.blocks;
-    case PhaseKind::ConvForward: return p.conv_forward.blocks;
-    case PhaseKind::ConvBackward: return p.conv_backward.weight_blocks + p.conv_backward.input_blocks;
-    case PhaseKind::DenseForward: return p.dense_forward.blocks;
-    case PhaseKind::DenseBackward: return p.dense_backward.weight_blocks + p.dense_backward.input_blocks;
-    case PhaseKind::Head: return p.head.blocks;
-    case PhaseKind::Sgd: return p.sgd.blocks;
-    case PhaseKind::DenseChain:
-    case PhaseKind::DenseChainUpdate: break;  // arguments on the host: phase_blocks() reads them
-  }
-  return 0;
-}
 
 /// The first line of every stage 08 `__global__` wrapper: programmatic dependent launch (Hopper and later).
 ///

@@ -20,7 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "08_fused/fused_kernels.hpp"
+#include "08_fused/conv_block_shape.hpp"
+#include "08_fused/fused_common.hpp"
 #include "common/arch.hpp"
 
 namespace course {
@@ -44,23 +45,11 @@ struct FusedLayer {
 /// (course::layer_shapes) or that stage 08 cannot fuse (the table above).
 std::vector<FusedLayer> plan_fused_layers(const Arch& arch, Shape3 input, int classes);
 
-/// Bytes a kernel reads and writes, each tensor counted once per kernel: the
-/// traffic the kernel cannot avoid. A tile that several blocks read again is
-/// served by the L2 cache and not counted.
-struct KernelTraffic {
-  std::string kernel;  ///< "conv block forward", ...
-  std::string layers;  ///< the fused layer's name
-  int launches = 1;
-  long long bytes_read = 0, bytes_written = 0;
-};
-
-/// The traffic of one phase of a step, from its arguments.
-KernelTraffic phase_traffic(const FusedPhase& phase);
-
 /// The same step run layer by layer, as stages 05 and 06 run it at the least:
 /// one kernel per layer and direction (plus gather, loss and update), each
 /// reading its inputs and writing its output once, for a batch of B. (Stage
 /// 06's libraries launch more kernels than that and move more: this is a floor.)
+/// Counted as phase_traffic() (fused_phases.hpp) counts each kernel of a fused step.
 KernelTraffic layerwise_traffic(const Arch& arch, Shape3 input, int classes, int B);
 
 }  // namespace course

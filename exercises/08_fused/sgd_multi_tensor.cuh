@@ -21,6 +21,7 @@
 #pragma once
 
 #include "08_fused/fused_common.cuh"
+#include "08_fused/sgd_multi_tensor.hpp"
 
 namespace course {
 
@@ -41,6 +42,13 @@ __device__ inline void copy_running_loss_to_slot(const SgdArgs& a, int block) {
 /// Parameters [block blockDim.x, (block + 1) blockDim.x) of the flat buffer, one per thread.
 __device__ inline void sgd_multi_tensor_block(const SgdArgs& a, int block) {
   // TODO(Task 8.7): one parameter per thread: find its tensor in the table (binary search on the offsets), add its partial sums in slice order, apply momentum and the learning rate from a.hyper; block 0's first thread also advances the step counter when there is one
+}
+
+/// Virtual block `block` of the update, as the persistent kernel runs it (fused_phases.hpp): the loss check's
+/// copy, then the parameters, as the update's own kernel does.
+__device__ inline void sgd_multi_tensor_phase_block(const SgdArgs& a, int block, float* /*smem*/) {
+  copy_running_loss_to_slot(a, block);
+  sgd_multi_tensor_block(a, block);
 }
 
 }  // namespace course

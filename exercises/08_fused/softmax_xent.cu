@@ -1,11 +1,11 @@
 /// @file softmax_xent.cu
-/// @brief Stage 08 (Task 8.6): the softmax head kernel, its blocks and its launch.
+/// @brief Stage 08 (Task 8.6): the softmax head kernel, its blocks, its launch and its traffic.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
-#include "08_fused/fused_kernels.hpp"
 #include "08_fused/softmax_xent.cuh"
+#include "08_fused/softmax_xent.hpp"
 #include "common/cuda_check.hpp"
 #include "common/not_implemented.hpp"
 
@@ -72,6 +72,19 @@ HeadArgs plan_softmax_head(int B, int IN, int K, FusedLoss loss, const float* x,
 void softmax_head_gpu(const HeadArgs& a, cudaStream_t stream, bool early) {
   launch_fused_kernel(softmax_head_kernel, a.blocks, a.smem_bytes, stream, a, early);
   CUDA_CHECK_LAUNCH();
+}
+
+KernelTraffic phase_traffic(const HeadArgs& a) {
+  KernelTraffic t;
+  t.kernel = a.train ? "softmax head (forward and backward)" : "softmax head (forward)";
+  t.bytes_read =
+      float_bytes(static_cast<long long>(a.B) * a.IN + static_cast<long long>(a.K) * a.IN + a.K) + 4LL * a.B;
+  if (a.train) {
+    t.bytes_written = float_bytes(static_cast<long long>(a.blocks) * (static_cast<long long>(a.K) * a.IN + a.K));
+    if (a.dx != nullptr) t.bytes_written += float_bytes(static_cast<long long>(a.B) * a.IN);
+  }
+  if (a.predictions != nullptr) t.bytes_written += 4LL * a.B;
+  return t;
 }
 
 }  // namespace course

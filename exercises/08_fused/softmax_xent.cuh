@@ -22,6 +22,7 @@
 #pragma once
 
 #include "08_fused/fused_common.cuh"
+#include "08_fused/softmax_xent.hpp"
 
 namespace course {
 

@@ -130,13 +130,13 @@ class CudnnEngine : public Engine {
   /// The stream and library handles (benchmarks queue their own work on them).
   const GpuHandles& handles() const { return ctx_.handles(); }
 
-  // ---- what data parallelism needs (stage 09) ----
+  // ---- what data parallelism needs (an engine run on several GPUs at once) ----
 
   /// From now on every training step calls `sync`'s hooks (common/gpu/gradient_sync.hpp;
   /// nullptr: none). A step captured before is captured again, with them.
   void set_gradient_sync(GradientSync* sync);
-  /// Forgets the captured step: the next full batch is captured anew. Stage 09
-  /// calls it on every rank at the start of every epoch, because a capture
+  /// Forgets the captured step: the next full batch is captured anew. Data
+  /// parallelism calls it on every rank at the start of every epoch, because a capture
   /// holding NCCL calls is collective (every rank captures at the same step),
   /// and what makes this engine capture again by itself (a larger workspace for
   /// a new batch size, say) differs from rank to rank.
@@ -150,7 +150,7 @@ class CudnnEngine : public Engine {
   float* gradients() { return grads_.get(); }
   std::size_t parameter_count() const { return params_.size(); }
   /// begin_epoch() visiting the examples of `train` at `order` (indices into
-  /// `train`), in batches of cfg.batch from its start: how stage 09 gives a rank
+  /// `train`), in batches of cfg.batch from its start: how data parallelism gives a rank
   /// its share of the epoch. begin_epoch(train, epoch) is this with course::epoch_order.
   /// Throws std::invalid_argument for an index outside `train`.
   void begin_epoch_in_order(const Dataset& train, const std::vector<int>& order);
@@ -234,7 +234,7 @@ class CudnnEngine : public Engine {
   std::vector<Layer> layers_;
   ParamLayout layout_;  ///< the parameters' names and shapes, in model order
   std::vector<GradientRange> grad_ranges_;  ///< layers with parameters, last layer first
-  GradientSync* sync_ = nullptr;            ///< stage 09's hooks, or none
+  GradientSync* sync_ = nullptr;            ///< data parallelism's hooks, or none
   DeviceBuffer<float> params_, grads_, velocity_;
   std::vector<DeviceBuffer<float>> act_buf_;    ///< act_buf_[0]: the gathered batch; [i + 1]: layer i's output (none for flatten)
   std::vector<DeviceBuffer<float>> delta_buf_;  ///< delta_buf_[i]: dL/d(input of layer i), i >= 1; [L]: dL/dlogits

@@ -1,11 +1,11 @@
 /// @file conv_block_forward.cu
-/// @brief Stage 08 (Task 8.1): the fused conv block forward kernel, its tiling and its launch.
+/// @brief Stage 08 (Task 8.1): the fused conv block forward kernel, its tiling, its launch and its traffic.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
 #include "08_fused/conv_block_forward.cuh"
-#include "08_fused/fused_kernels.hpp"
+#include "08_fused/conv_block_forward.hpp"
 #include "common/cuda_check.hpp"
 #include "common/not_implemented.hpp"
 
@@ -88,6 +88,16 @@ void conv_block_forward_gpu(const ConvForwardArgs& a, cudaStream_t stream, bool 
   }
   launch_fused_kernel(kernel, a.blocks, a.smem_bytes, stream, a, early);
   CUDA_CHECK_LAUNCH();
+}
+
+KernelTraffic phase_traffic(const ConvForwardArgs& a) {
+  const ConvBlockShape& s = a.s;
+  const long long out = static_cast<long long>(a.B) * s.F * s.Hq * s.Wq;
+  KernelTraffic t;
+  t.kernel = "conv block forward";
+  t.bytes_read = float_bytes(static_cast<long long>(a.B) * s.C * s.H * s.W + s.F * s.C * s.K * s.K + s.F);
+  t.bytes_written = float_bytes(out) + (s.Q > 1 ? out : 0);
+  return t;
 }
 
 }  // namespace course

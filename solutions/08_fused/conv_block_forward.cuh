@@ -26,6 +26,7 @@
 /// its block has few warps, is then `splits` times shorter.
 #pragma once
 
+#include "08_fused/conv_block_forward.hpp"
 #include "08_fused/fused_common.cuh"
 
 namespace course {
@@ -166,6 +167,20 @@ __device__ void conv_block_forward_tile(const ConvForwardArgs& a, int block, flo
     if (Q > 1) a.argmax[o] = static_cast<unsigned char>(arg);
   }
   // END Task 8.1
+}
+
+/// Virtual block `block` of the forward kernel, as the persistent kernel runs it (fused_phases.hpp): K and Q
+/// chosen when it runs, among the shapes make_conv_block_shape() admits.
+__device__ inline void conv_block_forward_block(const ConvForwardArgs& a, int block, float* smem) {
+  switch (a.s.K * 10 + a.s.Q) {
+    case 11: conv_block_forward_tile<1, 1>(a, block, smem); break;
+    case 12: conv_block_forward_tile<1, 2>(a, block, smem); break;
+    case 31: conv_block_forward_tile<3, 1>(a, block, smem); break;
+    case 32: conv_block_forward_tile<3, 2>(a, block, smem); break;
+    case 51: conv_block_forward_tile<5, 1>(a, block, smem); break;
+    case 52: conv_block_forward_tile<5, 2>(a, block, smem); break;
+    default: break;  // make_conv_block_shape() admits no other shape
+  }
 }
 
 }  // namespace course

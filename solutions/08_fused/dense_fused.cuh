@@ -31,6 +31,7 @@
 /// Both parts run in one launch.
 #pragma once
 
+#include "08_fused/dense_fused.hpp"
 #include "08_fused/fused_common.cuh"
 
 namespace course {

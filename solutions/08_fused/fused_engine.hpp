@@ -176,6 +176,8 @@ class FusedEngine : public Engine {
   using Pass = GpuProfiler::Pass;
 
   static EngineConfig checked(const EngineConfig& cfg);
+  /// The head's loss: cfg's mse, or cross-entropy.
+  FusedLoss fused_loss() const { return cfg_.loss == "mse" ? FusedLoss::Mse : FusedLoss::CrossEntropy; }
   /// Where the step's last kernel copies the running loss for the loss check.
   LossCheckCopy loss_check_copy();
   void allocate();

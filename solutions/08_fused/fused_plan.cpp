@@ -1,5 +1,5 @@
 /// @file fused_plan.cpp
-/// @brief Stage 08: cutting a spec into fused kernels, and the traffic of a step (glue, not a task).
+/// @brief Stage 08: cutting a spec into fused kernels, and the traffic of the same step layer by layer (glue, not a task).
 #include "08_fused/fused_plan.hpp"
 
 #include <stdexcept>
@@ -7,6 +7,7 @@
 
 #include "01_fc_softmax/network.hpp"
 #include "02_conv_pool/cnn.hpp"
+#include "08_fused/softmax_xent.hpp"
 
 namespace course {
 
@@ -19,8 +20,6 @@ namespace {
                               " (stage 08 fuses conv (stride 1, 1x1, 3x3 or 5x5) + activation + max-pool 2, and "
                               "dense + activation; stages 05 and 06 run any spec)");
 }
-
-long long floats(long long n) { return 4 * n; }
 
 }  // namespace
 
@@ -43,12 +42,12 @@ std::vector<FusedLayer> plan_fused_layers(const Arch& arch, Shape3 input, int cl
   // loss, and a leaky ReLU slope other than the one fused_common.cuh compiles in.
   if (output_activation(arch))
     refuse(arch, L - 1, "the fused head feeds the last dense layer's outputs straight into the loss, with no output "
-                        "activation between them (--output sigmoid runs on stages 01 to 07 and 09)");
+                        "activation between them (--output sigmoid runs on every other stage)");
   for (std::size_t i = 0; i < L; ++i)
     if (arch.layers[i].kind == LayerKind::Activation && arch.layers[i].act == Activation::LeakyReLU &&
         arch.layers[i].slope != kLeakySlope)
       refuse(arch, i, "the fused kernels apply leaky ReLU with the slope " + slope_text(kLeakySlope) +
-                          " compiled in (--leaky-slope runs on stages 01 to 07 and 09)");
+                          " compiled in (--leaky-slope runs on every other stage)");
   for (std::size_t i = 0; i < L;) {
     const LayerSpec& spec = arch.layers[i];
     FusedLayer f;
@@ -123,113 +122,6 @@ std::vector<FusedLayer> plan_fused_layers(const Arch& arch, Shape3 input, int cl
   return out;
 }
 
-KernelTraffic phase_traffic(const FusedPhase& p) {
-  KernelTraffic t;
-  switch (p.kind) {
-    case PhaseKind::Gather: {
-      const GatherArgs& a = p.gather;
-      t.kernel = "batch gather";
-      t.bytes_read = floats(a.B * a.D) + 4LL * 2 * a.B;  // images, labels, order
-      t.bytes_written = floats(a.B * a.D) + 4LL * a.B;
-      break;
-    }
-    case PhaseKind::ConvForward: {
-      const ConvForwardArgs& a = p.conv_forward;
-      const ConvBlockShape& s = a.s;
-      const long long out = static_cast<long long>(a.B) * s.F * s.Hq * s.Wq;
-      t.kernel = "conv block forward";
-      t.bytes_read = floats(static_cast<long long>(a.B) * s.C * s.H * s.W + s.F * s.C * s.K * s.K + s.F);
-      t.bytes_written = floats(out) + (s.Q > 1 ? out : 0);
-      break;
-    }
-    case PhaseKind::ConvBackward: {
-      const ConvBackwardArgs& a = p.conv_backward;
-      const ConvBlockShape& s = a.s;
-      const long long out = static_cast<long long>(a.B) * s.F * s.Hq * s.Wq;
-      const long long x = static_cast<long long>(a.B) * s.C * s.H * s.W;
-      t.kernel = "conv block backward";
-      t.bytes_read = floats(2 * out) + (s.Q > 1 ? out : 0);  // dy, y, argmax
-      if (a.weight_blocks > 0) {
-        t.bytes_read += floats(x);
-        t.bytes_written += floats(static_cast<long long>(a.wg_slices) * (s.F * s.C * s.K * s.K + s.F));
-      }
-      if (a.input_blocks > 0) {
-        t.bytes_read += floats(static_cast<long long>(s.F) * s.C * s.K * s.K);
-        t.bytes_written += floats(x);
-      }
-      break;
-    }
-    case PhaseKind::DenseForward: {
-      const DenseForwardArgs& a = p.dense_forward;
-      const long long y = static_cast<long long>(a.B) * a.OUT;
-      t.kernel = "dense forward";
-      t.bytes_read = floats(static_cast<long long>(a.B) * a.IN + static_cast<long long>(a.OUT) * a.IN + a.OUT);
-      t.bytes_written = floats(y);
-      if (a.k_slices > 1) {  // the partial sums, written by every block and read by the last
-        t.bytes_written += floats(a.k_slices * y);
-        t.bytes_read += floats(a.k_slices * y);
-      }
-      break;
-    }
-    case PhaseKind::DenseBackward: {
-      const DenseBackwardArgs& a = p.dense_backward;
-      t.kernel = "dense backward";
-      t.bytes_read = floats(static_cast<long long>(a.B) * a.IN + static_cast<long long>(a.OUT) * a.IN +
-                            2LL * a.B * a.OUT);
-      t.bytes_written = floats(static_cast<long long>(a.slices) * (static_cast<long long>(a.OUT) * a.IN + a.OUT));
-      if (a.input_blocks > 0) t.bytes_written += floats(static_cast<long long>(a.B) * a.IN);
-      break;
-    }
-    case PhaseKind::Head: {
-      const HeadArgs& a = p.head;
-      t.kernel = a.train ? "softmax head (forward and backward)" : "softmax head (forward)";
-      t.bytes_read = floats(static_cast<long long>(a.B) * a.IN + static_cast<long long>(a.K) * a.IN + a.K) + 4LL * a.B;
-      if (a.train) {
-        t.bytes_written = floats(static_cast<long long>(a.blocks) * (static_cast<long long>(a.K) * a.IN + a.K));
-        if (a.dx != nullptr) t.bytes_written += floats(static_cast<long long>(a.B) * a.IN);
-      }
-      if (a.predictions != nullptr) t.bytes_written += 4LL * a.B;
-      break;
-    }
-    case PhaseKind::Sgd: {
-      const SgdArgs& a = p.sgd;
-      t.kernel = "sgd update (multi-tensor)";
-      // The partial sums are read too: their count is in the table, which lives on the
-      // device; the engine adds them (FusedEngine::step_traffic).
-      t.bytes_read = floats(2 * a.total);
-      t.bytes_written = floats(2 * a.total);
-      break;
-    }
-    case PhaseKind::DenseChain: {
-      const DenseChainArgs& a = *p.dense_chain;
-      const long long B = a.B;
-      t.kernel = "dense chain (clusters)";
-      // the images and labels of the batch, every W and b (once per cluster: they come from the L2 cache)
-      t.bytes_read = floats(B * a.layer[0].IN) + 4LL * 2 * B;
-      t.bytes_written = floats(B * a.layer[0].IN);  // the gathered batch
-      for (int l = 0; l < a.L; ++l) {
-        const ChainLayer& ly = a.layer[l];
-        t.bytes_read += floats(static_cast<long long>(ly.OUT) * ly.IN + ly.OUT);
-        t.bytes_written += floats(B * ly.OUT * (l + 1 < a.L ? 2 : 1));  // y (not the head's) and dz
-      }
-      break;
-    }
-    case PhaseKind::DenseChainUpdate: {
-      const DenseChainUpdateArgs& a = *p.dense_chain_update;
-      const long long B = a.B;
-      t.kernel = "dense chain update";
-      for (int l = 0; l < a.L; ++l) {
-        const ChainUpdateLayer& ly = a.layer[l];
-        const long long params = static_cast<long long>(ly.OUT) * ly.IN + ly.OUT;
-        t.bytes_read += floats(B * (ly.IN + ly.OUT) + 2 * params);  // x, dz; W, b and their velocities
-        t.bytes_written += floats(2 * params);
-      }
-      break;
-    }
-  }
-  return t;
-}
-
 KernelTraffic layerwise_traffic(const Arch& arch, Shape3 input, int classes, int B) {
   KernelTraffic t;
   t.kernel = "layer by layer";
@@ -237,8 +129,8 @@ KernelTraffic layerwise_traffic(const Arch& arch, Shape3 input, int classes, int
   const long long b = B;
   long long params = 0;
   int kernels = 1;  // the gather
-  t.bytes_read = floats(b * input.size()) + 8 * b;
-  t.bytes_written = floats(b * input.size()) + 4 * b;
+  t.bytes_read = float_bytes(b * input.size()) + 8 * b;
+  t.bytes_written = float_bytes(b * input.size()) + 4 * b;
   Shape3 in = input;
   for (std::size_t i = 0; i < arch.layers.size(); ++i) {
     const LayerSpec& l = arch.layers[i];
@@ -255,34 +147,34 @@ KernelTraffic layerwise_traffic(const Arch& arch, Shape3 input, int classes, int
       case LayerKind::Dense:
         // forward: x, W, b -> y; backward: dy, x, W -> dW, db (and dx but for the first layer)
         kernels += 2;
-        t.bytes_read += floats(x + w) + floats(y + x + w);
-        t.bytes_written += floats(y) + floats(w + (first ? 0 : x));
+        t.bytes_read += float_bytes(x + w) + float_bytes(y + x + w);
+        t.bytes_written += float_bytes(y) + float_bytes(w + (first ? 0 : x));
         break;
       case LayerKind::Activation:
         // forward: x -> y; backward: dy, x or y -> dx
         kernels += first ? 1 : 2;
-        t.bytes_read += floats(x) + (first ? 0 : floats(2 * y));
-        t.bytes_written += floats(y) + (first ? 0 : floats(x));
+        t.bytes_read += float_bytes(x) + (first ? 0 : float_bytes(2 * y));
+        t.bytes_written += float_bytes(y) + (first ? 0 : float_bytes(x));
         break;
       case LayerKind::MaxPool:
         // forward: x -> y, argmax (int); backward: dy, argmax -> dx
         kernels += first ? 1 : 2;
-        t.bytes_read += floats(x) + (first ? 0 : floats(2 * y));
-        t.bytes_written += floats(2 * y) + (first ? 0 : floats(x));
+        t.bytes_read += float_bytes(x) + (first ? 0 : float_bytes(2 * y));
+        t.bytes_written += float_bytes(2 * y) + (first ? 0 : float_bytes(x));
         break;
       case LayerKind::AvgPool:
         // forward: x -> y; backward: dy -> dx (nothing recorded)
         kernels += first ? 1 : 2;
-        t.bytes_read += floats(x) + (first ? 0 : floats(y));
-        t.bytes_written += floats(y) + (first ? 0 : floats(x));
+        t.bytes_read += float_bytes(x) + (first ? 0 : float_bytes(y));
+        t.bytes_written += float_bytes(y) + (first ? 0 : float_bytes(x));
         break;
     }
     in = out;
   }
   // the loss: logits and labels -> dlogits, and the update: w, g, v -> w, v
   kernels += 2;
-  t.bytes_read += floats(2 * b * classes) + floats(3 * params);
-  t.bytes_written += floats(b * classes) + floats(2 * params);
+  t.bytes_read += float_bytes(2 * b * classes) + float_bytes(3 * params);
+  t.bytes_written += float_bytes(b * classes) + float_bytes(2 * params);
   t.launches = kernels;
   return t;
 }

@@ -23,10 +23,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "08_fused/batch_gather.cuh"
 #include "08_fused/conv_block_backward.cuh"
 #include "08_fused/conv_block_forward.cuh"
 #include "08_fused/dense_fused.cuh"
-#include "08_fused/fused_kernels.hpp"
+#include "08_fused/fused_phases.hpp"
+#include "08_fused/persistent_step.hpp"
 #include "08_fused/sgd_multi_tensor.cuh"
 #include "08_fused/softmax_xent.cuh"
 #include "common/cuda_check.hpp"
@@ -36,53 +38,16 @@ namespace course {
 
 namespace {
 
-/// x[r] = images[order[*step * batch + r]] for the batch's B rows, one value per thread (stage 06's gather).
-__device__ inline void gather_rows(const GatherArgs& a, int block) {
-  const long long i = static_cast<long long>(block) * blockDim.x + threadIdx.x;
-  if (i >= a.B * a.D) return;
-  const long long r = i / a.D, d = i % a.D;
-  const long long e = a.order[static_cast<long long>(*a.step) * a.batch + r];
-  a.x[i] = a.images[e * a.D + d];
-  if (d == 0) a.y[r] = a.labels[e];
-}
-
-/// The conv kernels' K and Q, as template arguments.
-template <template <int, int> class Call, typename Args>
-__device__ inline void with_conv_shape(const Args& a, int block, float* smem) {
-  switch (a.s.K * 10 + a.s.Q) {
-    case 11: Call<1, 1>::run(a, block, smem); break;
-    case 12: Call<1, 2>::run(a, block, smem); break;
-    case 31: Call<3, 1>::run(a, block, smem); break;
-    case 32: Call<3, 2>::run(a, block, smem); break;
-    case 51: Call<5, 1>::run(a, block, smem); break;
-    case 52: Call<5, 2>::run(a, block, smem); break;
-    default: break;  // make_conv_block_shape() admits no other shape
-  }
-}
-template <int K, int Q>
-struct ConvForwardCall {
-  __device__ static void run(const ConvForwardArgs& a, int block, float* smem) { conv_block_forward_tile<K, Q>(a, block, smem); }
-};
-template <int K, int Q>
-struct ConvBackwardCall {
-  __device__ static void run(const ConvBackwardArgs& a, int block, float* smem) { conv_block_backward_tile<K, Q>(a, block, smem); }
-};
-
-/// Virtual block `block` of phase p.
+/// Virtual block `block` of phase p: the device function its row of the phase list names.
 __device__ inline void run_phase(const FusedPhase& p, int block, float* smem) {
   switch (p.kind) {
-    case PhaseKind::Gather: gather_rows(p.gather, block); break;
-    case PhaseKind::ConvForward: with_conv_shape<ConvForwardCall>(p.conv_forward, block, smem); break;
-    case PhaseKind::ConvBackward: with_conv_shape<ConvBackwardCall>(p.conv_backward, block, smem); break;
-    case PhaseKind::DenseForward: dense_forward_tile(p.dense_forward, block, smem); break;
-    case PhaseKind::DenseBackward: dense_backward_tile(p.dense_backward, block, smem); break;
-    case PhaseKind::Head: softmax_head_rows(p.head, block, smem); break;
-    case PhaseKind::Sgd:
-      copy_running_loss_to_slot(p.sgd, block);
-      sgd_multi_tensor_block(p.sgd, block);
-      break;
-    case PhaseKind::DenseChain:
-    case PhaseKind::DenseChainUpdate: break;  // clusters of their own: never a phase of this kernel
+#define COURSE_TABLE_RUN(kind, member, Args, launcher, run_block) \
+  case PhaseKind::kind: run_block(p.member, block, smem); break;
+#define COURSE_CLUSTER_NONE(kind, ...) case PhaseKind::kind:
+    COURSE_TABLE_PHASES(COURSE_TABLE_RUN)
+    COURSE_CLUSTER_PHASES(COURSE_CLUSTER_NONE) break;  // clusters of their own: never a phase of this kernel
+#undef COURSE_TABLE_RUN
+#undef COURSE_CLUSTER_NONE
   }
 }
 

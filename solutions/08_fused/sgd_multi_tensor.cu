@@ -1,10 +1,10 @@
 /// @file sgd_multi_tensor.cu
-/// @brief Stage 08 (Task 8.7): the multi-tensor SGD kernel, its blocks and its launch.
+/// @brief Stage 08 (Task 8.7): the multi-tensor SGD kernel, its blocks, its launch and its traffic.
 #include <stdexcept>
 #include <string>
 
-#include "08_fused/fused_kernels.hpp"
 #include "08_fused/sgd_multi_tensor.cuh"
+#include "08_fused/sgd_multi_tensor.hpp"
 #include "common/cuda_check.hpp"
 #include "common/not_implemented.hpp"
 
@@ -41,6 +41,16 @@ SgdArgs plan_sgd_multi_tensor(float* params, float* velocity, const SgdTensor* t
 void sgd_multi_tensor_gpu(const SgdArgs& a, cudaStream_t stream, bool early) {
   launch_fused_kernel(sgd_multi_tensor_kernel, a.blocks, 0, stream, a, early);
   CUDA_CHECK_LAUNCH();
+}
+
+KernelTraffic phase_traffic(const SgdArgs& a) {
+  KernelTraffic t;
+  t.kernel = "sgd update (multi-tensor)";
+  // The partial sums are read too: their count is in the table, which lives on the
+  // device; the engine adds them (FusedEngine's step table).
+  t.bytes_read = float_bytes(2 * a.total);
+  t.bytes_written = float_bytes(2 * a.total);
+  return t;
 }
 
 }  // namespace course

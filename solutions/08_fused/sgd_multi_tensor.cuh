@@ -21,6 +21,7 @@
 #pragma once
 
 #include "08_fused/fused_common.cuh"
+#include "08_fused/sgd_multi_tensor.hpp"
 
 namespace course {
 
@@ -72,6 +73,13 @@ __device__ inline void sgd_multi_tensor_block(const SgdArgs& a, int block) {
   a.velocity[i] = v;
   a.params[i] -= lr * v;
   // END Task 8.7
+}
+
+/// Virtual block `block` of the update, as the persistent kernel runs it (fused_phases.hpp): the loss check's
+/// copy, then the parameters, as the update's own kernel does.
+__device__ inline void sgd_multi_tensor_phase_block(const SgdArgs& a, int block, float* /*smem*/) {
+  copy_running_loss_to_slot(a, block);
+  sgd_multi_tensor_block(a, block);
 }
 
 }  // namespace course
