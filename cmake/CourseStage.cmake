@@ -1,14 +1,17 @@
 # course_stage(): builds one stage on both tracks.
 #
 #   course_stage(<dir> NUMBER <n> [USES <stage dir>...] [TRAINER <main.cpp>]
-#                [LIBS <extra link libraries>...] [GPU])
+#                [LIBS <extra link libraries>...] [GPU] [TRAINER_SAFETY])
 #
 # For each track T in COURSE_TRACKS (solution, exercise) it defines
 #   s<NN>_<T>          the lesson code of solutions/<dir> or exercises/<dir>
 #                      (INTERFACE when the stage is headers only)
 #   s<NN>_train_<T>    the stage's trainer (stages/<dir>/<main.cpp>)
 #   s<NN>_tests_<T>    the GoogleTest suites of tests/<dir>
-# and s<NN>_bench (solution track only) from benchmarks/<dir>.
+# and s<NN>_bench (solution track only) from benchmarks/<dir>. With TRAINER_SAFETY
+# the tests also hold the suites of tests/gpu_stages/ (the safety of every GPU
+# stage's trainer), compiled with COURSE_TEST_STAGE=<n> to run this stage's row
+# of their table (tests/gpu_stages/gpu_stage_table.hpp).
 #
 # CTest tests are one per task and one per other test suite, named
 #   s<NN>/<T>/Task<N.M>      runs the suites named Task<N>_<M>_*
@@ -21,7 +24,7 @@ set_property(GLOBAL PROPERTY COURSE_PREVIOUS_GATE "")
 set_property(GLOBAL PROPERTY COURSE_STAGES "")
 
 function(course_stage dir)
-  cmake_parse_arguments(ST "GPU" "NUMBER;TRAINER" "USES;LIBS" ${ARGN})
+  cmake_parse_arguments(ST "GPU;TRAINER_SAFETY" "NUMBER;TRAINER" "USES;LIBS" ${ARGN})
   string(LENGTH "${ST_NUMBER}" _len)
   if(_len EQUAL 1)
     set(nn "0${ST_NUMBER}")
@@ -49,6 +52,10 @@ function(course_stage dir)
 
   # The other suites of the tests, read from the test sources.
   file(GLOB _test_sources CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/${dir}/*.cpp)
+  if(ST_TRAINER_SAFETY AND _test_sources)
+    file(GLOB _gpu_stage_sources CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/gpu_stages/*.cpp)
+    list(APPEND _test_sources ${_gpu_stage_sources})
+  endif()
   set(_other_suites "")
   foreach(f ${_test_sources})
     file(STRINGS ${f} _lines REGEX "^[ ]*(TEST|TEST_F|TEST_P|TYPED_TEST)\\(")
@@ -126,6 +133,9 @@ function(course_stage dir)
       add_executable(${exe} ${_test_sources})
       target_link_libraries(${exe} PRIVATE ${lib} course_test_support GTest::gtest_main)
       target_compile_options(${exe} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${COURSE_WARNINGS}>)
+      if(ST_TRAINER_SAFETY)
+        target_compile_definitions(${exe} PRIVATE COURSE_TEST_STAGE=${ST_NUMBER})
+      endif()
       if(ST_GPU)
         # A fault of the code under test (an illegal address, a refused launch, a
         # kernel that never returns) fails with one message naming the task, the

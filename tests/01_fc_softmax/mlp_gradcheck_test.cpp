@@ -2,9 +2,12 @@
 // dense layers, three different activations and softmax cross-entropy.
 #include <gtest/gtest.h>
 
-#include "01_fc_softmax/loss.hpp"
+#include <string>
+#include <vector>
+
 #include "01_fc_softmax/network.hpp"
 #include "course_test.hpp"
+#include "network_gradcheck.hpp"
 
 using namespace course;
 
@@ -19,26 +22,11 @@ TEST(Stage01_MlpGradient, EveryParameterAndTheInput) {
   auto x = testkit::random_vector(std::size_t(B) * input.size(), 18);
   const auto labels = testkit::random_labels(B, K, 19);
 
-  auto loss = [&] {
-    const double* z = net.forward(x.data(), B);
-    std::vector<double> probs(B * K);
-    return softmax_cross_entropy_forward(z, labels.data(), probs.data(), B, K);
-  };
-  std::vector<double> probs(B * K), dz(B * K), dx(x.size());
-  const double* z = net.forward(x.data(), B);
-  softmax_cross_entropy_forward(z, labels.data(), probs.data(), B, K);
-  softmax_cross_entropy_backward(probs.data(), labels.data(), dz.data(), B, K);
-  net.backward(dz.data(), B, dx.data());
-
   // Some entries of dW here are ~1e-6, where the rounding noise of the central
   // difference (~1e-16 * |L| / eps = 1e-11) is already 1e-5 of the value: the
   // floor `tiny` = 1e-5 keeps such entries from failing on noise alone.
   GradCheckOptions opt;
   opt.tolerance = 1e-5;
   opt.tiny = 1e-5;
-  for (auto* p : net.params()) {
-    const std::vector<double> analytic = p->grad.data;  // the checker's forward passes leave grad alone
-    EXPECT_GRADIENT_OK(check_gradient("d" + p->name, p->value.ptr(), p->value.shape, analytic.data(), loss, opt));
-  }
-  EXPECT_GRADIENT_OK(check_gradient("dinput", x.data(), {B, 10}, dx.data(), loss, opt));
+  testkit::expect_network_gradients_ok(net, x, labels, B, K, {B, 10}, opt);
 }

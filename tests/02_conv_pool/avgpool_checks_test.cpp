@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "01_fc_softmax/loss.hpp"
 #include "02_conv_pool/cnn.hpp"
 #include "avgpool_reference.hpp"
 #include "course_test.hpp"
+#include "network_gradcheck.hpp"
 
 using namespace course;
 using course::planted::AvgPoolMistake;
@@ -156,21 +156,7 @@ TEST(Stage02_CnnGradient, WithAveragePools) {
     if (p->name.find("bias") != std::string::npos) p->value.data = testkit::random_vector(p->value.size(), 32, -0.5, 0.5);
   auto x = testkit::random_vector(static_cast<std::size_t>(B) * input.size(), 33);
   const auto labels = testkit::random_labels(B, K, 34);
-  auto loss = [&] {
-    const double* z = net.forward(x.data(), B);
-    std::vector<double> probs(static_cast<std::size_t>(B * K));
-    return softmax_cross_entropy_forward(z, labels.data(), probs.data(), B, K);
-  };
-  std::vector<double> probs(static_cast<std::size_t>(B * K)), dz(probs.size()), dx(x.size());
-  const double* z = net.forward(x.data(), B);
-  softmax_cross_entropy_forward(z, labels.data(), probs.data(), B, K);
-  softmax_cross_entropy_backward(probs.data(), labels.data(), dz.data(), B, K);
-  net.backward(dz.data(), B, dx.data());
   GradCheckOptions opt;
   opt.tolerance = 1e-5;
-  for (auto* p : net.params()) {
-    const std::vector<double> analytic = p->grad.data;
-    EXPECT_GRADIENT_OK(check_gradient("d" + p->name, p->value.ptr(), p->value.shape, analytic.data(), loss, opt));
-  }
-  EXPECT_GRADIENT_OK(check_gradient("dinput", x.data(), {B, input.c, input.h, input.w}, dx.data(), loss, opt));
+  testkit::expect_network_gradients_ok(net, x, labels, B, K, {B, input.c, input.h, input.w}, opt);
 }

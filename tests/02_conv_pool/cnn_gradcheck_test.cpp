@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "01_fc_softmax/loss.hpp"
 #include "02_conv_pool/cnn.hpp"
 #include "course_test.hpp"
+#include "network_gradcheck.hpp"
 
 using namespace course;
 
@@ -25,22 +25,7 @@ TEST(Stage02_CnnGradient, EveryParameterAndTheInput) {
   auto x = testkit::random_vector(std::size_t(B) * input.size(), 24);
   const auto labels = testkit::random_labels(B, K, 25);
 
-  auto loss = [&] {
-    const double* z = net.forward(x.data(), B);
-    std::vector<double> probs(B * K);
-    return softmax_cross_entropy_forward(z, labels.data(), probs.data(), B, K);
-  };
-  std::vector<double> probs(B * K), dz(B * K), dx(x.size());
-  const double* z = net.forward(x.data(), B);
-  softmax_cross_entropy_forward(z, labels.data(), probs.data(), B, K);
-  softmax_cross_entropy_backward(probs.data(), labels.data(), dz.data(), B, K);
-  net.backward(dz.data(), B, dx.data());
-
   GradCheckOptions opt;
   opt.tolerance = 1e-5;  // smooth at these inputs; rounding through five layers reaches a few 1e-7 on small entries
-  for (auto* p : net.params()) {
-    const std::vector<double> analytic = p->grad.data;
-    EXPECT_GRADIENT_OK(check_gradient("d" + p->name, p->value.ptr(), p->value.shape, analytic.data(), loss, opt));
-  }
-  EXPECT_GRADIENT_OK(check_gradient("dinput", x.data(), {B, input.c, input.h, input.w}, dx.data(), loss, opt));
+  testkit::expect_network_gradients_ok(net, x, labels, B, K, {B, input.c, input.h, input.w}, opt);
 }

@@ -3,8 +3,9 @@
 // needed); an engine given a record runs the recorded algorithms instead of
 // measuring, at every batch size the record covers, and passes the record on;
 // one it cannot use (unreadable, another rule, another shape, an algorithm cuDNN
-// cannot run there) is measured again with a warning, never a crash; and a
-// resumed trainer run takes its checkpoint's algorithms.
+// cannot run there) is measured again with a warning, never a crash; a
+// resumed trainer run takes its checkpoint's algorithms; and a run with
+// --conv-algos fastest, which is not bit-exact, says so when it checkpoints.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -251,4 +252,25 @@ TEST(Stage06_AlgorithmRecord, AResumedRunTakesItsCheckpointsAlgorithms) {
   r = trainer_run::run_in_process(stage, make, with({"--epochs", "2", "--resume", ckpt}));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_EQ(forced_lines(report), 2u) << "the resumed engine runs the recorded algorithms:\n" << report;
+}
+
+// ---- a choice that is not bit-exact says so ----------------------------------------------
+
+// --conv-algos fastest may choose algorithms that add with atomics, whose runs
+// differ in the last bits: a run that checkpoints says a resume matches only to
+// rounding. (The checks every GPU stage's trainer passes are tests/gpu_stages/'s.)
+TEST(Stage06_Safety, FastestAlgorithmsSayAResumeMatchesOnlyToRounding) {
+  S06_SKIP_WITHOUT_GPU();
+  const std::filesystem::path exe = trainer_process::bin_dir() / ("s06_train_" + trainer_process::track());
+  if (!std::filesystem::exists(exe)) GTEST_SKIP() << exe << " is not built (build its target to run this test)";
+  const std::filesystem::path d = trainer_process::fresh_dir("course_s06_safety");
+  const auto r = trainer_process::run(exe, d, "fastest",
+                                      {"--dataset", "synthetic", "--limit", "256", "--model", "cnn", "--epochs", "1",
+                                       "--conv-algos", "fastest", "--checkpoint-every", "1", "--checkpoint",
+                                       (d / "run.ckpt").string(), "--no-progress"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("note: stage 06 with --conv-algos fastest may run cuDNN algorithms that add with atomics"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("only to rounding, not bit for bit"), std::string::npos) << r.err;
 }

@@ -17,6 +17,7 @@
 #include "common/engine.hpp"
 #include "common/model_file.hpp"
 #include "common/trainer.hpp"
+#include "one_weight_engine.hpp"
 #include "trainer_process.hpp"
 #include "trainer_run.hpp"
 
@@ -170,36 +171,24 @@ struct Seen {
 
 // An engine that trains nothing (its parameters and velocity stay put) but
 // makes a choice at construction, as stage 06 measures its conv algorithms.
-class ChoosingEngine : public Engine {
+class ChoosingEngine : public testkit::OneWeightEngine {
  public:
-  ChoosingEngine(const EngineConfig& c, Seen& seen) : w_({1}, 0.5f), v_({1}, 0.0f) {
+  ChoosingEngine(const EngineConfig& c, Seen& seen) : OneWeightEngine(0.5f, 0.0f) {
     seen.given.push_back(c.engine_state);
     const auto it = c.engine_state.find("choice");
     choice_ = it != c.engine_state.end() ? it->second : "measured " + std::to_string(++seen.built);
   }
   std::string device() const override { return "choosing test engine"; }
-  void set_learning_rate(double) override {}
   EpochStats train_epoch(const Dataset& train, int, const BatchCallback& on_batch) override {
     EpochStats s;
     s.seen = train.size();
     if (on_batch) on_batch(s.seen, 0.0);
     return s;
   }
-  EpochStats evaluate(const Dataset& data, std::vector<int>* predictions) override {
-    if (predictions) predictions->assign(static_cast<std::size_t>(data.size()), 0);
-    EpochStats s;
-    s.seen = data.size();
-    return s;
-  }
-  std::vector<NamedTensor> get_parameters() override { return {{"w", w_}}; }
-  void set_parameters(const std::vector<NamedTensor>& p) override { w_ = p.at(0).tensor; }
-  std::vector<NamedTensor> get_optimizer_state() override { return {{"w.velocity", v_}}; }
-  void set_optimizer_state(const std::vector<NamedTensor>& s) override { v_ = s.at(0).tensor; }
   bool reports_batch_loss() const override { return true; }
   EngineState engine_state() const override { return {{"choice", choice_}}; }
 
  private:
-  Tensor w_, v_;
   std::string choice_;
 };
 

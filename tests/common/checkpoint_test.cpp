@@ -18,6 +18,7 @@
 #include "common/data.hpp"
 #include "common/rng.hpp"
 #include "common/trainer.hpp"
+#include "trainer_process.hpp"
 #include "trainer_run.hpp"
 
 namespace course {
@@ -145,14 +146,7 @@ std::vector<std::string> quick(int epochs, std::vector<std::string> more = {}) {
   return args;
 }
 
-fs::path fresh_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir = fs::temp_directory_path() /
-                 ("course_checkpoint_" + std::string(info->test_suite_name()) + "_" + info->name());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path fresh_dir() { return trainer_process::fresh_dir("course_checkpoint"); }
 
 Checkpoint small_checkpoint() {
   Checkpoint c;

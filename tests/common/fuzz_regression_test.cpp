@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fuzz/harness.hpp"
+#include "trainer_process.hpp"
 
 namespace course {
 namespace {
@@ -20,10 +21,7 @@ namespace fs = std::filesystem;
 
 const fs::path kRegressions = fs::path(COURSE_SOURCE_DIR) / "fuzz" / "regressions";
 
-std::string read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+using trainer_process::slurp;
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -42,7 +40,7 @@ TEST(FuzzRegressions, EveryKeptInputPassesItsHarness) {
     for (const auto& entry : fs::directory_iterator(dir)) {
       if (!entry.is_regular_file()) continue;
       SCOPED_TRACE(std::string(target.name) + ": " + entry.path().filename().string());
-      const std::string bytes = read_bytes(entry.path());
+      const std::string bytes = slurp(entry.path());
       EXPECT_NO_THROW(target.run(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
       ++files;
     }
@@ -64,7 +62,7 @@ TEST(FuzzRegressions, EveryTargetHasAFolderName) {
 // A flatten after a padded conv of 4 x 50014 x 50014 values made a layer of
 // -1793767152 inputs (int overflow): now refused by layer_shapes.
 TEST(FuzzRegressions, ArchLayerOfMoreThanIntMaxValuesIsRefused) {
-  const Arch a = parse_arch(read_bytes(kRegressions / "arch" / "flatten-of-more-than-int-max-values"));
+  const Arch a = parse_arch(slurp(kRegressions / "arch" / "flatten-of-more-than-int-max-values"));
   const std::string e = error_of([&] { layer_shapes(a, {1, 28, 28}, 10); });
   EXPECT_NE(e.find("layer 1 'conv4k3p50001s2' on input 1x28x28: its output has more than 2147483647"), std::string::npos)
       << e;
@@ -81,7 +79,7 @@ TEST(FuzzRegressions, ArchLayerOfMoreThanIntMaxValuesIsRefused) {
 
 // A feature of -5.6e64 became -Inf as a float, and scaling made it NaN.
 TEST(FuzzRegressions, CsvNumberBeyondFloatIsRefused) {
-  const std::string text = read_bytes(kRegressions / "csv" / "feature-beyond-float-range-scales-to-nan");
+  const std::string text = slurp(kRegressions / "csv" / "feature-beyond-float-range-scales-to-nan");
   const std::string e = error_of([&] { parse_csv(text, "fuzz.csv", nullptr, nullptr); });
   EXPECT_NE(e.find("fuzz.csv: line 2, column 2: '-555"), std::string::npos) << e;
   EXPECT_NE(e.find("is outside the range of a float"), std::string::npos) << e;
@@ -98,7 +96,7 @@ TEST(FuzzRegressions, ImagesAreRefusedWithTheirReason) {
   if (!image_decoding_available()) GTEST_SKIP() << "built without stb_image (apt-get install libstb-dev)";
   const fs::path dir = kRegressions / "image";
   auto refusal = [&](const std::string& name) {
-    const std::string b = read_bytes(dir / name);
+    const std::string b = slurp(dir / name);
     return error_of([&] { decode_image(std::vector<unsigned char>(b.begin(), b.end()), name); });
   };
   EXPECT_NE(refusal("png-header-claims-20000x20000")

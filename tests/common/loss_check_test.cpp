@@ -17,6 +17,8 @@
 #include "common/checkpoint.hpp"
 #include "common/loss_check.hpp"
 #include "common/trainer.hpp"
+#include "one_weight_engine.hpp"
+#include "trainer_process.hpp"
 #include "trainer_run.hpp"
 
 namespace course {
@@ -186,11 +188,10 @@ struct LateOptions {
 // An engine that trains nothing but behaves as a GPU engine towards the
 // trainer: its running loss sum lives "on the device" (a member), the
 // callback gets NaN, and train_steps_checked reads the sum kLossCheckLag steps late.
-class LateLossEngine : public Engine {
+class LateLossEngine : public testkit::OneWeightEngine {
  public:
-  LateLossEngine(const EngineConfig& c, LateOptions o) : c_(c), o_(std::move(o)) {}
+  LateLossEngine(const EngineConfig& c, LateOptions o) : OneWeightEngine(0.0f, 0.0f), c_(c), o_(std::move(o)) {}
   std::string device() const override { return "late-loss test engine"; }
-  void set_learning_rate(double) override {}
   std::string nondeterminism() const override { return o_.nondeterminism; }
 
   EpochStats train_epoch(const Dataset& train, int, const BatchCallback& on_batch) override {
@@ -215,23 +216,12 @@ class LateLossEngine : public Engine {
     s.seen = train.size();
     return s;
   }
-  EpochStats evaluate(const Dataset& data, std::vector<int>* predictions) override {
-    if (predictions) predictions->assign(static_cast<std::size_t>(data.size()), 0);
-    EpochStats s;
-    s.seen = data.size();
-    return s;
-  }
-  std::vector<NamedTensor> get_parameters() override { return {{"w", w_}}; }
-  void set_parameters(const std::vector<NamedTensor>& p) override { w_ = p.at(0).tensor; }
-  std::vector<NamedTensor> get_optimizer_state() override { return {{"w.velocity", v_}}; }
-  void set_optimizer_state(const std::vector<NamedTensor>& s) override { v_ = s.at(0).tensor; }
 
  private:
   EngineConfig c_;
   LateOptions o_;
   double running_ = 0;
   long life_steps_ = 0;
-  Tensor w_ = Tensor({1}), v_ = Tensor({1});
 };
 
 EngineFactory late(LateOptions o = {}) {
@@ -246,18 +236,9 @@ trainer_run::RunResult run(const EngineFactory& factory, int epochs, std::vector
   return trainer_run::run_in_process(kStage, factory, args);
 }
 
-fs::path fresh_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir = fs::temp_directory_path() / ("course_loss_check_" + std::string(info->name()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path fresh_dir() { return trainer_process::fresh_dir("course_loss_check"); }
 
-nlohmann::json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  return nlohmann::json::parse(in);
-}
+using trainer_process::read_json;
 
 TEST(TrainerLateLossCheck, StopsNamingTheFirstBadStepAndWhereItStopped) {
   const fs::path json_path = fresh_dir() / "run.json";

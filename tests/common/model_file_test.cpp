@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/model_file.hpp"
+#include "trainer_process.hpp"
 
 namespace course {
 namespace {
@@ -18,19 +19,9 @@ namespace {
 namespace fs = std::filesystem;
 
 // A fresh, empty folder for one test.
-fs::path fresh_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir = fs::temp_directory_path() /
-                 ("course_model_file_" + std::string(info->test_suite_name()) + "_" + info->name());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path fresh_dir() { return trainer_process::fresh_dir("course_model_file"); }
 
-std::string read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using trainer_process::slurp;
 
 void write_bytes(const fs::path& p, const std::string& bytes) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
@@ -123,7 +114,7 @@ TEST(ModelFile, SaveReplacesThePreviousFile) {
 TEST(ModelFile, FailureMidWriteKeepsThePreviousFile) {
   const fs::path path = fresh_dir() / "model.bin";
   save_model(path.string(), sample_model(1.0f));
-  const std::string before = read_bytes(path);
+  const std::string before = slurp(path);
   for (std::size_t cut : {std::size_t{0}, std::size_t{20}, before.size() / 2, before.size() - 1}) {
     try {
       save_model(path.string(), sample_model(3.0f), cut);
@@ -131,7 +122,7 @@ TEST(ModelFile, FailureMidWriteKeepsThePreviousFile) {
     } catch (const ModelFileError& e) {
       EXPECT_CONTAINS(e.what(), path.string());
     }
-    EXPECT_EQ(read_bytes(path), before) << "the previous model changed after a failure at byte " << cut;
+    EXPECT_EQ(slurp(path), before) << "the previous model changed after a failure at byte " << cut;
     EXPECT_FALSE(fs::exists(path.string() + ".tmp")) << "a temporary file was left behind";
   }
   EXPECT_EQ(load_model(path.string()).tensors[1].tensor[0], 0.25f);

@@ -91,7 +91,7 @@ RunResult run(std::vector<std::string> args, const EngineFactory& make) {
 
 fs::path fresh_dir() { return trainer_process::fresh_dir("course_output"); }
 
-nlohmann::json read_json(const fs::path& p) { return nlohmann::json::parse(trainer_process::slurp(p)); }
+using trainer_process::read_json;
 
 #define EXPECT_CONTAINS(text, part) \
   EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"

@@ -16,6 +16,7 @@
 #include "common/not_implemented.hpp"
 #include "common/progress.hpp"
 #include "common/trainer.hpp"
+#include "trainer_process.hpp"
 
 namespace course {
 namespace {
@@ -133,19 +134,9 @@ std::vector<std::string> quick(std::vector<std::string> more = {}) {
   return args;
 }
 
-fs::path fresh_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir = fs::temp_directory_path() /
-                 ("course_trainer_" + std::string(info->test_suite_name()) + "_" + info->name());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path fresh_dir() { return trainer_process::fresh_dir("course_trainer"); }
 
-nlohmann::json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  return nlohmann::json::parse(in);  // throws (failing the test) when it does not parse
-}
+using trainer_process::read_json;
 
 #define EXPECT_CONTAINS(text, part) \
   EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"

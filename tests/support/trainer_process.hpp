@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -19,6 +20,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace course::trainer_process {
 
@@ -35,11 +38,13 @@ inline std::string track() {
 
 /// An empty folder named after the running test and its binary (the two tracks'
 /// binaries hold tests of the same names), under the system's temporary folder.
+/// The '/' of a parameterised test's name ("Prefix/Suite", "Test/Param") becomes '_'.
 inline fs::path fresh_dir(const std::string& prefix) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir = fs::temp_directory_path() /
-                 (prefix + "_" + fs::read_symlink("/proc/self/exe").filename().string() + "_" +
-                  std::string(info->test_suite_name()) + "_" + std::string(info->name()));
+  std::string name = prefix + "_" + fs::read_symlink("/proc/self/exe").filename().string() + "_" +
+                     std::string(info->test_suite_name()) + "_" + std::string(info->name());
+  std::replace(name.begin(), name.end(), '/', '_');
+  fs::path dir = fs::temp_directory_path() / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -50,6 +55,9 @@ inline std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
+
+/// A JSON file, parsed (a file that is missing or does not parse throws, failing the test).
+inline nlohmann::json read_json(const fs::path& p) { return nlohmann::json::parse(slurp(p)); }
 
 struct Process {
   pid_t pid = -1;

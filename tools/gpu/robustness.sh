@@ -58,9 +58,10 @@ gtest_step() {  # gtest_step NAME SECONDS BINARY FILTER
 }
 gtest_step "common: late loss check, messages" 60 "$BIN/common_tests" \
   'DelayedLossCheck.*:TrainStepsChecked.*:TrainerLateLossCheck.*:GpuFaultMessage.*:TrainerResume.*:TrainerDivergence.*'
-gtest_step "stage 04: safety, fault messages" 120 "$BIN/s04_tests_solution" 'Stage04_Safety.*:Stage04_FaultMessages.*'
-gtest_step "stage 05: safety" 120 "$BIN/s05_tests_solution" 'Stage05_Safety.*'
-gtest_step "stage 06: safety" 120 "$BIN/s06_tests_solution" 'Stage06_Safety.*'
+# The safety suite of every GPU stage (tests/gpu_stages/): each stage's binary runs its own row.
+gtest_step "stage 04: safety, fault messages" 120 "$BIN/s04_tests_solution" '*GpuTrainer_Safety.*:Stage04_FaultMessages.*'
+gtest_step "stage 05: safety" 120 "$BIN/s05_tests_solution" '*GpuTrainer_Safety.*'
+gtest_step "stage 06: safety" 120 "$BIN/s06_tests_solution" '*GpuTrainer_Safety.*:Stage06_Safety.*'
 
 # ---- a fault as `tools/course check` shows it: its check_tasks() on the planted binary
 step "tools/course check on planted faults" 60 env COURSE_GPU_TEST_TIMEOUT=5 \
