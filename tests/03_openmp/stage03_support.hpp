@@ -17,6 +17,7 @@
 #include "01_fc_softmax/network.hpp"
 #include "02_conv_pool/cnn.hpp"
 #include "03_openmp/replica.hpp"
+#include "common/data.hpp"
 #include "common/engine.hpp"
 #include "common/rng.hpp"
 #include "course_test.hpp"
@@ -123,6 +124,23 @@ inline EngineConfig config(const std::string& spec, Shape3 input, int batch, int
 inline std::vector<NamedTensor> after_one_step(Engine& engine, const Dataset& batch) {
   engine.train_epoch(batch, 0, {});
   return engine.get_parameters();
+}
+
+/// One step of the parallel engine `Parallel` (with a network(), as stage 03's engines
+/// have) on 1 to 4 threads against one step of stage 01's single-thread engine, on a
+/// batch of B synthetic examples: the same gradients and parameters to within 1e-5.
+template <typename Parallel>
+void expect_step_matches_one_thread(const std::string& spec, Shape3 input, const LayerFactory<float>& make, int B) {
+  const Dataset batch = make_synthetic(B, input, kClasses, 41);
+  for (int T = 1; T <= 4; ++T) {
+    Parallel parallel(config(spec, input, B, T), make);
+    const auto got = after_one_step(parallel, batch);
+    CpuEngine single(config(spec, input, B, 1), make);
+    const auto want = after_one_step(single, batch);
+    const std::string context = spec + ", batch " + std::to_string(B) + ", " + std::to_string(T) + " threads vs one";
+    expect_gradients_close(parallel.network(), single.network(), 1e-5, context);
+    expect_params_close(got, want, 1e-5, context);
+  }
 }
 
 }  // namespace course::s03test

@@ -140,17 +140,9 @@ TEST(Task3_3_SlicedLayer, GradientCheckOfASlicedCnn) {
 
 namespace {
 
+// One step on 1 to 4 threads against one step of the single-thread engine.
 void check_step(const std::string& spec, Shape3 input, const LayerFactory<float>& make, int B) {
-  const Dataset batch = make_synthetic(B, input, kClasses, 41);
-  for (int T = 1; T <= 4; ++T) {
-    LoopParallelEngine parallel(config(spec, input, B, T), make);
-    const auto got = after_one_step(parallel, batch);
-    CpuEngine single(config(spec, input, B, 1), make);
-    const auto want = after_one_step(single, batch);
-    const std::string context = spec + ", batch " + std::to_string(B) + ", " + std::to_string(T) + " threads vs one";
-    expect_gradients_close(parallel.network(), single.network(), 1e-5, context);
-    expect_params_close(got, want, 1e-5, context);
-  }
+  expect_step_matches_one_thread<LoopParallelEngine>(spec, input, make, B);
 }
 
 }  // namespace

@@ -48,9 +48,10 @@ TEST_P(GpuTrainer_Safety, ResumeAfterAnEpochEqualsUninterruptedBitForBit) {
 // Stopped during step 3, the last step but one of epoch 1, and step 5 of epoch 2
 // (19 steps an epoch), with each engine of the stage.
 TEST_P(GpuTrainer_Safety, CtrlCInsideAnEpochThenResumeEqualsUninterruptedBitForBit) {
+  const std::filesystem::path base = dir();  // a folder per engine in it, each kept for its logs
   for (const auto& engine : stage().engines) {
     SCOPED_TRACE("with " + engine.what);
-    const std::filesystem::path variant = dir() / engine.what;
+    const std::filesystem::path variant = base / engine.what;
     std::filesystem::create_directories(variant);
     expect_ctrl_c_at_steps_then_resume_equals_uninterrupted(stage().info, engine.make, stage().in_process_args, 3,
                                                             {3, 18, 24}, variant);
