@@ -6,7 +6,9 @@
 #   git archive --format=tar.gz -o .carry/baseline.tgz <commit>     (on the machine you work on)
 #   OUT=/some/folder tools/gpu/compare_baseline.sh                   (on the GPU machine)
 #
-# Env: STAGES (default 04,05,06,07,08), MODELS (default mlp,cnn), ROUNDS (default 2),
+# Env: STAGES (default 04,05,06,07,08), MODELS (default mlp,cnn), ROUNDS (default 2), EPOCHS (default 3:
+# a row's seconds per epoch is then the mean of three, so one-time costs such as cuDNN's algorithm
+# search, autotuning and graph capture weigh as they do in the course's tables),
 # BUILD (this tree's build folder, default build/gpu: tools/gpu/learner_checks.sh build makes it),
 # DEADLINE (seconds, default 560). The baseline is built in /tmp/course-baseline (outside the
 # working tree), its trainers only. Each round's tables land in $OUT/{base,new}_N/compare.csv;
@@ -46,7 +48,7 @@ for round in $(seq "${ROUNDS:-2}"); do
     dir=$BUILD
     [ "$side" = base ] && dir=$BASE/build
     step "compare $side, round $round" 150 python3 tools/compare.py --stages "$STAGES" --models "$MODELS" \
-      --variants none --build-dir "$dir" --out "$OUT/${side}_$round"
+      --variants none --epochs "${EPOCHS:-3}" --build-dir "$dir" --out "$OUT/${side}_$round"
   done
 done
 # The seconds per epoch (and test accuracy) of every row, both sides, every round, in one table.
