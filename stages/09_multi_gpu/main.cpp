@@ -1,5 +1,6 @@
-// Stage 09 trainer: data-parallel training on NCCL, one process per GPU, on
-// stage 06's cuDNN engine. --batch is the global batch in every case.
+// Stage 09 trainer: data-parallel training on NCCL, one process per GPU, each rank
+// the one GPU engine (common/gpu/gpu_engine.hpp) on stage 06's cuDNN step. --batch
+// is the global batch in every case.
 //
 //   s09_train_solution --model cnn --epochs 10                    one GPU, no launcher (rank 0 of 1)
 //   s09_train_solution --model cnn --gpus 2 --batch 128           two processes, 64 examples each per step
@@ -22,7 +23,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "06_cudnn/cudnn_engine.hpp"
+#include "06_cudnn/cudnn_step.hpp"
 #include "common/multi_gpu/bootstrap.hpp"
 #include "09_multi_gpu/communicator.hpp"
 #include "09_multi_gpu/data_parallel_engine.hpp"
@@ -31,6 +32,7 @@
 #include "common/multi_gpu/rank_output.hpp"
 #include "09_multi_gpu/shard_plan.hpp"
 #include "common/cuda_check.hpp"
+#include "common/gpu/gpu_engine.hpp"
 #include "common/trainer.hpp"
 
 namespace {
@@ -156,15 +158,17 @@ int main(int argc, char** argv) {
         auto comm = std::make_unique<course::Communicator>(course::share_unique_id(me, id_file, mg.nccl_timeout_s),
                                                            me.rank, me.world, mg.nccl_timeout_s);
         if (me.rank == 0 && me.world > 1) std::remove(id_file.c_str());  // every rank has joined: the id is spent
+        auto step = std::make_unique<course::CudnnStep>(local, course::parse_algo_rule(mg.conv_algos));
+        const course::CudnnStep& cudnn = *step;
         auto engine = std::make_unique<course::DataParallelEngine>(
-            std::make_unique<course::CudnnEngine>(local, mg.graph == "on", std::vector<course::NamedTensor>{},
-                                                  course::parse_algo_rule(mg.conv_algos)),
+            std::make_unique<course::GpuEngine>(local, std::move(step), std::vector<course::NamedTensor>{},
+                                                course::GpuEngineOptions{mg.graph == "on"}),
             std::move(comm), cfg,
             course::DataParallelOptions{mg.allreduce, static_cast<std::size_t>(mg.bucket_kib) * 1024});
         std::cout << "conv algorithms: " << mg.conv_algos << "\n" << describe_run(me, cfg, *engine, mg);
-        const std::string recorded = engine->local().recorded_algorithms_note();
+        const std::string recorded = cudnn.recorded_algorithms_note();
         if (!recorded.empty()) std::cout << "conv algorithms recorded by the checkpoint: " << recorded << "\n";
-        if (cfg.verbose) std::cout << engine->local().algorithm_report();
+        if (cfg.verbose) std::cout << cudnn.algorithm_report();
         return engine;
       },
       stage_options);

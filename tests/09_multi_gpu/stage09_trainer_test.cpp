@@ -10,7 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "02_conv_pool/cnn.hpp"
-#include "06_cudnn/cudnn_engine.hpp"
+#include "06_cudnn/cudnn_step.hpp"
+#include "common/gpu/gpu_engine.hpp"
 #include "cnn_comparison.hpp"
 #include "common/data.hpp"
 #include "common/model_file.hpp"
@@ -149,7 +150,7 @@ TEST(Stage09_Trainer, AloneThroughTheLauncherAndStage06GiveTheSameBits) {
   cfg.classes = split.train.classes;
   cfg.batch = 64;
   cfg.lr = 0.02;
-  CudnnEngine reference(cfg, true);
+  GpuEngine reference(cfg, std::make_unique<CudnnStep>(cfg), {}, GpuEngineOptions{true});
   for (int e = 0; e < 2; ++e) {
     reference.set_learning_rate(scheduled_learning_rate(cfg.lr, "cosine", e, 2));
     reference.train_epoch(split.train, e, {});
