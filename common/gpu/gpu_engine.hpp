@@ -11,12 +11,15 @@
 /// | the epoch's shuffled order and the step counter               | order uploaded once per epoch         |
 /// | the epoch's loss sum and correct count                        | read once per epoch; the loss sum also copied back after every step, read a few steps late (the NaN check) |
 ///
+/// Before the first step of each batch size (at begin_epoch, for the epoch's full and last
+/// batches) and before each evaluation batch, the step model prepares that size
+/// (StepModel::prepare: descriptors, algorithms, a workspace), never inside a capture.
 /// A training step queues, on the engine's stream: the gather of the batch the device's
 /// step counter names, the step model's forward, loss and backward, the GradientSync
 /// hooks when there are any, the update and the counter's advance. With the graph on
 /// (the default, where the step model is capturable), the first full batch records that
 /// sequence as a CUDA graph and every full batch replays it, until the learning rate or
-/// an address in it changes (under a schedule: at each epoch's first full batch, recorded
+/// an address in it changes (the data, the order, StepModel::captured_memory()) (under a schedule: at each epoch's first full batch, recorded
 /// again); a last, smaller batch runs the same sequence uncaptured, and so does every
 /// step under --profile, with CUDA events around each layer.
 #pragma once

@@ -117,6 +117,14 @@ TEST(Stage09_TooFewGpus, Gpus2SaysWhyItCannotRun) {
   }
 }
 
+// --step names the step model of every rank; another name stops the run with the list.
+TEST(Stage09_StepFlag, AnUnknownStepIsAUsageErrorNamingTheSteps) {
+  const fs::path dir = fresh_dir();
+  const Finished f = run_trainer_binary(dir, "nostep", std::vector<std::string>{"--step", "winograd"} + data_args(256), 120);
+  EXPECT_EQ(f.exit_code, kExitUsage) << f.err;
+  EXPECT_CONTAINS(f.err, "unknown step 'winograd': stage 09 runs cudnn, im2col, fast-gemm");
+}
+
 // ---- one GPU ----------------------------------------------------------------------------
 
 // The MLP (cuBLAS only: the same kernels in every process) trained alone, through
@@ -162,6 +170,19 @@ TEST(Stage09_Trainer, AloneThroughTheLauncherAndStage06GiveTheSameBits) {
   const nlohmann::json j = nlohmann::json::parse(slurp(dir / "alone.json"));
   EXPECT_EQ(j.at("stage_results").at("ranks"), 1);
   EXPECT_EQ(j.at("status"), "ok");
+}
+
+// Every step model stage 09 links trains in a rank, and the run says which one.
+TEST(Stage09_Trainer, EveryStepTrainsAlone) {
+  S09_SKIP_WITHOUT_GPUS(1);
+  const fs::path dir = fresh_dir();
+  for (const std::string step : {"cudnn", "im2col", "fast-gemm"}) {
+    const Finished f = expect_ok(
+        run_trainer_binary(dir, step, std::vector<std::string>{"--model", "cnn", "--epochs", "1", "--step", step} +
+                                          data_args(512)),
+        "--step " + step);
+    EXPECT_CONTAINS(f.out, "step: " + step + " (");
+  }
 }
 
 TEST(Stage09_Trainer, AResumedRunContinuesBitForBit) {
