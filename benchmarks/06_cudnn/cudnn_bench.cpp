@@ -28,11 +28,12 @@
 #include "../02_conv_pool/model_layers.hpp"
 #include "06_cudnn/conv_algorithms.hpp"
 #include "06_cudnn/conv_cudnn.hpp"
-#include "06_cudnn/cudnn_engine.hpp"
+#include "06_cudnn/cudnn_step.hpp"
 #include "06_cudnn/descriptors.hpp"
 #include "06_cudnn/gpu_handles.hpp"
 #include "06_cudnn/pool_cudnn.hpp"
 #include "06_cudnn/step_graph.hpp"
+#include "common/gpu/gpu_engine.hpp"
 #include "benchmarks/support/gpu_benchmark.hpp"
 #include "common/cuda_check.hpp"
 #include "common/cudnn_check.hpp"
@@ -185,7 +186,7 @@ void train_steps(benchmark::State& state, const std::string& model, bool graph) 
     cfg.classes = 10;
     cfg.batch = kBatch;
     const course::Dataset data = course::make_synthetic(64 * kBatch, cfg.input, cfg.classes, 1);
-    course::CudnnEngine engine(cfg, graph);
+    course::GpuEngine engine(cfg, std::make_unique<course::CudnnStep>(cfg), {}, course::GpuEngineOptions{graph});
     int epoch = 0, next = 0;
     engine.begin_epoch(data, epoch);
     auto step = [&] {
@@ -204,7 +205,7 @@ void train_steps(benchmark::State& state, const std::string& model, bool graph) 
         engine.begin_epoch(data, ++epoch);
         next = 0;
       }
-      const double ms = timer.time_ms(engine.handles().stream, [&] {
+      const double ms = timer.time_ms(engine.stream(), [&] {
         for (int i = 0; i < kSteps; ++i) step();
       });
       state.SetIterationTime(ms / 1e3 / kSteps);

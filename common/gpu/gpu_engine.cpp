@@ -61,6 +61,7 @@ GpuEngine::GpuEngine(const EngineConfig& cfg, std::unique_ptr<StepModel> step, c
   scratch_sums_.allocate();
   epoch_.allocate();
   if (cfg_.profile) profiler_.enable();
+  prepare(cfg_.batch);  // what the full batch needs, before any timing
 }
 
 GpuEngine::~GpuEngine() {
@@ -115,8 +116,11 @@ void GpuEngine::queue_update(const StepContext& ctx) {
   });
 }
 
+void GpuEngine::prepare(int B) { step_->prepare(context(scratch_sums_, /*training=*/false), B); }
+
 void GpuEngine::run_captured() {
-  const GraphKey key{epoch_.data().images.get(), epoch_.data().labels.get(), epoch_.order(), cfg_.lr};
+  const GraphKey key{epoch_.data().images.get(), epoch_.data().labels.get(), epoch_.order(),
+                     step_->captured_memory(), cfg_.lr};
   if (!graph_.ready() || !(key == graph_key_)) {
     if (!warmed_up_) {
       // One uncaptured pass first (no update, sums to scratch, the step counter untouched):
@@ -154,10 +158,18 @@ void GpuEngine::begin_epoch(const Dataset& train, int epoch) {
 
 void GpuEngine::begin_epoch_in_order(const Dataset& train, const std::vector<int>& order) {
   epoch_.begin(train, order, cfg_.input, cfg_.classes, sums_, stream());
+  // Every batch size of the epoch is prepared now, outside the steps: the full
+  // batches and, when the set does not divide evenly, the last one.
+  const int size = epoch_.size();
+  if (size > 0) {
+    prepare(std::min(cfg_.batch, size));
+    if (size % cfg_.batch != 0) prepare(size % cfg_.batch);
+  }
 }
 
 void GpuEngine::train_batch(int b) {
   const int B = epoch_.batch_size(b, cfg_.batch, "GpuEngine::train_batch");
+  prepare(B);
   recording_ = cfg_.profile;  // only training steps are profiled
   if (graph_enabled() && B == cfg_.batch && (sync_ == nullptr || sync_->step_may_be_captured()))
     run_captured();
@@ -208,6 +220,7 @@ EpochStats GpuEngine::evaluate(const Dataset& data, std::vector<int>* prediction
   const StepContext ctx = context(eval_sums_, /*training=*/false);
   for (int first = 0; first < n; first += cfg_.batch) {
     const int B = std::min(cfg_.batch, n - first);
+    step_->prepare(ctx, B);
     const float* logits = step_->forward(ctx, d.images.get() + static_cast<long>(first) * D, B);
     step_->loss(ctx, logits, d.labels.get() + first, B, predictions_.get() + first);
   }

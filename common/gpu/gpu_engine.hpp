@@ -11,12 +11,15 @@
 /// | the epoch's shuffled order and the step counter               | order uploaded once per epoch         |
 /// | the epoch's loss sum and correct count                        | read once per epoch; the loss sum also copied back after every step, read a few steps late (the NaN check) |
 ///
+/// Before the first step of each batch size (at begin_epoch, for the epoch's full and last
+/// batches) and before each evaluation batch, the step model prepares that size
+/// (StepModel::prepare: descriptors, algorithms, a workspace), never inside a capture.
 /// A training step queues, on the engine's stream: the gather of the batch the device's
 /// step counter names, the step model's forward, loss and backward, the GradientSync
 /// hooks when there are any, the update and the counter's advance. With the graph on
 /// (the default, where the step model is capturable), the first full batch records that
 /// sequence as a CUDA graph and every full batch replays it, until the learning rate or
-/// an address in it changes (under a schedule: at each epoch's first full batch, recorded
+/// an address in it changes (the data, the order, StepModel::captured_memory()) (under a schedule: at each epoch's first full batch, recorded
 /// again); a last, smaller batch runs the same sequence uncaptured, and so does every
 /// step under --profile, with CUDA events around each layer.
 #pragma once
@@ -85,8 +88,17 @@ class GpuEngine : public Engine {
   bool reports_mae() const override { return true; }
   /// The step model's StepModel::stage_results().
   nlohmann::json stage_results() const override;
+  /// The step model's StepModel::nondeterminism().
+  std::string nondeterminism() const override { return step_->nondeterminism(); }
+  /// The step model's StepModel::engine_state() (what a checkpoint records of its choices).
+  EngineState engine_state() const override { return step_->engine_state(); }
 
   const StepModel& step() const { return *step_; }
+  /// The batch size of full steps (EngineConfig::batch).
+  int batch() const { return cfg_.batch; }
+  /// The flat gradient buffer: parameter_count() floats, laid out like the parameters.
+  float* gradients() { return grads_.get(); }
+  std::size_t parameter_count() const { return params_.size(); }
   /// True when full batches are replayed as a CUDA graph (on, capturable, and not profiling).
   bool graph_enabled() const { return options_.graph && step_->capturable() && !cfg_.profile; }
   /// Training steps run as graph replays since construction.
@@ -113,6 +125,11 @@ class GpuEngine : public Engine {
 
   /// From now on every training step calls `sync`'s hooks (nullptr: none); a captured step is captured again.
   void set_gradient_sync(GradientSync* sync);
+  /// Forgets the captured step: the next full batch is captured anew. Data parallelism calls it
+  /// on every rank at each epoch's start, because a capture holding NCCL calls is collective
+  /// (every rank captures at the same step), and what makes a rank capture again by itself
+  /// (a step's workspace growing for a new batch size, say) differs from rank to rank.
+  void drop_graph();
   /// The step model's gradient_ranges(): where each layer's gradients lie in the flat buffer.
   std::vector<GradientRange> gradient_ranges() const { return step_->gradient_ranges(); }
   cudaStream_t stream() const { return stream_.get(); }
@@ -123,9 +140,11 @@ class GpuEngine : public Engine {
     const void* images = nullptr;
     const void* labels = nullptr;
     const void* order = nullptr;
+    const void* step_memory = nullptr;  ///< StepModel::captured_memory()
     double lr = 0;
     bool operator==(const GraphKey& o) const {
-      return images == o.images && labels == o.labels && order == o.order && lr == o.lr;
+      return images == o.images && labels == o.labels && order == o.order && step_memory == o.step_memory &&
+             lr == o.lr;
     }
   };
   using Pass = GpuProfiler::Pass;
@@ -136,7 +155,8 @@ class GpuEngine : public Engine {
   void queue_step(int B, DeviceSums& sums, bool update);
   void queue_update(const StepContext& ctx);
   void run_captured();
-  void drop_graph();
+  /// StepModel::prepare() for batches of B, outside any capture.
+  void prepare(int B);
   std::vector<NamedTensor> split(const DeviceBuffer<float>& flat, const std::string& suffix);
   void upload(DeviceBuffer<float>& flat, const std::vector<NamedTensor>& tensors, const std::string& suffix);
 

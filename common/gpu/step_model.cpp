@@ -8,4 +8,6 @@ namespace course {
 
 nlohmann::json StepModel::stage_results() const { return nullptr; }
 
+void StepModel::prepare(const StepContext& /*ctx*/, int /*B*/) {}
+
 }  // namespace course

@@ -21,6 +21,8 @@
 #include <cuda_runtime.h>
 #include <nlohmann/json_fwd.hpp>
 
+#include "common/engine.hpp"
+
 #include "common/gpu/device_sums.hpp"
 #include "common/gpu/gpu_profiler.hpp"
 #include "common/gpu/gradient_sync.hpp"
@@ -80,8 +82,20 @@ class StepModel {
   /// Queues one update of every parameter from ctx.grads (SGD with momentum: ctx.lr, ctx.momentum).
   virtual void update(const StepContext& ctx) = 0;
 
+  /// Called before a training step or an evaluation pass of B examples is queued, never inside a
+  /// capture: a step whose setup depends on the batch size (descriptors, algorithms, a workspace)
+  /// makes it here; it may wait for ctx.stream and allocate. The default: nothing to prepare.
+  virtual void prepare(const StepContext& ctx, int B);
+  /// An address a captured step holds that prepare() may change (a workspace that grows for a new
+  /// batch size); when it changes, the engine captures the step again. The default: none.
+  virtual const void* captured_memory() const { return nullptr; }
+
   /// Whether a training step may be captured into a CUDA graph (it launches nothing that a capture forbids).
   virtual bool capturable() const { return true; }
+  /// Engine::nondeterminism(): why two runs of this step may differ in the last bits ("" when they cannot).
+  virtual std::string nondeterminism() const { return ""; }
+  /// Engine::engine_state(): what a checkpoint records of the step's own choices (the default: none).
+  virtual EngineState engine_state() const { return {}; }
   /// What the run's step is made of, for the --json file's "stage_results" (Engine::stage_results).
   virtual nlohmann::json stage_results() const;
 };

@@ -39,7 +39,7 @@ struct Bucket {
 };
 
 /// Buckets for gradient ranges listed in the order the backward pass finishes
-/// them (course::CudnnEngine::gradient_ranges()): each bucket takes ranges in
+/// them (course::GpuEngine::gradient_ranges()): each bucket takes ranges in
 /// that order until it holds at least `cap_bytes`, and the last takes what is
 /// left. cap_bytes 0 gives one bucket per range; a cap above the whole buffer,
 /// one bucket. Throws std::invalid_argument, naming the ranges, when a range is

@@ -39,7 +39,7 @@ int kill_step_for(int rank) {
 
 }  // namespace
 
-DataParallelEngine::DataParallelEngine(std::unique_ptr<CudnnEngine> local, std::unique_ptr<Communicator> comm,
+DataParallelEngine::DataParallelEngine(std::unique_ptr<GpuEngine> local, std::unique_ptr<Communicator> comm,
                                        const EngineConfig& global, const DataParallelOptions& options)
     : global_(global), options_(options), comm_(std::move(comm)), local_(std::move(local)) {
   const ShardPlan plan(0, global_.batch, world());  // checks the global batch against the world
@@ -73,7 +73,7 @@ DataParallelEngine::DataParallelEngine(std::unique_ptr<CudnnEngine> local, std::
 }
 
 DataParallelEngine::~DataParallelEngine() {
-  cudaStreamSynchronize(local_->handles().stream);  // nothing queued may still use what goes next
+  cudaStreamSynchronize(local_->stream());  // nothing queued may still use what goes next
   bucketed_.reset();  // waits for its stream
 
   flat_.reset();
@@ -90,19 +90,19 @@ void DataParallelEngine::before_update(cudaStream_t stream) { schedule_->before_
 
 void DataParallelEngine::set_weight(float weight) {
   if (weight == weight_now_) return;
-  store_on_device(weight_.get(), weight, local_->handles().stream);  // after the last step's all-reduces
+  store_on_device(weight_.get(), weight, local_->stream());  // after the last step's all-reduces
   weight_now_ = weight;
 }
 
 void DataParallelEngine::count_progress() {
   comm_->watchdog().expect_one();
-  comm_->watchdog().count_on(local_->handles().stream);
+  comm_->watchdog().count_on(local_->stream());
 }
 
 std::vector<double> DataParallelEngine::sum_over_ranks_now(const std::vector<double>& mine) {
   comm_->watchdog().expect_one();  // the host waits inside: the watchdog sees the GPU behind until it is done
-  std::vector<double> sums = sum_over_ranks(mine, comm_->get(), local_->handles().stream, sums_);
-  comm_->watchdog().count_on(local_->handles().stream);
+  std::vector<double> sums = sum_over_ranks(mine, comm_->get(), local_->stream(), sums_);
+  comm_->watchdog().count_on(local_->stream());
   return sums;
 }
 
@@ -164,8 +164,8 @@ EpochStats DataParallelEngine::evaluate(const Dataset& data, std::vector<int>* p
     std::vector<int> counts;
     for (int r = 0; r < world(); ++r) counts.push_back(shard_of(data.size(), world(), r).size());
     comm_->watchdog().expect_one();
-    *predictions = gather_over_ranks(mine, counts, comm_->get(), local_->handles().stream, gathered_);
-    comm_->watchdog().count_on(local_->handles().stream);
+    *predictions = gather_over_ranks(mine, counts, comm_->get(), local_->stream(), gathered_);
+    comm_->watchdog().count_on(local_->stream());
   }
   return {sums[0], static_cast<long>(sums[1]), static_cast<long>(sums[2]), sums[3]};
 }

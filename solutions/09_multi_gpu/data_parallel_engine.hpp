@@ -1,5 +1,5 @@
 /// @file data_parallel_engine.hpp
-/// @brief Stage 09: one rank of a data-parallel run: stage 06's engine on this GPU's share, gradients summed over the GPUs (glue, not a task).
+/// @brief Stage 09: one rank of a data-parallel run: the GPU engine on this GPU's share, gradients summed over the GPUs (glue, not a task).
 ///
 /// Every rank holds a whole replica of the model, the same initial weights
 /// (the same seed) and the same data. In each step every rank
@@ -17,8 +17,8 @@
 /// and where each layer's gradients lie in it (gradient_ranges()), the
 /// GradientSync hooks in its step (common/gpu/gradient_sync.hpp), a way to start an
 /// epoch on a given list of examples (begin_epoch_in_order()), and a step for a
-/// rank without examples. Stage 06's course::CudnnEngine has them; another GPU
-/// engine that adds them can be wrapped the same way.
+/// rank without examples. The one GPU engine (common/gpu/gpu_engine.hpp) has them,
+/// whatever step model it drives: stage 06's cuDNN step by default.
 ///
 /// Around the steps: the epoch's loss sum and correct count, and the
 /// evaluation of the test set (each rank evaluates a slice), are summed over
@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "common/gpu/engine_parts.hpp"
-#include "06_cudnn/cudnn_engine.hpp"
+#include "common/gpu/gpu_engine.hpp"
 #include "09_multi_gpu/allreduce_timing.hpp"
 #include "09_multi_gpu/bucketed_allreduce.hpp"
 #include "09_multi_gpu/communicator.hpp"
@@ -56,7 +56,7 @@ class DataParallelEngine : public Engine, private GradientSync {
   /// batch of this rank for global.batch. `global` is the run's configuration
   /// (its batch is the global batch). Throws std::invalid_argument for a batch
   /// that does not match or an unknown --allreduce.
-  DataParallelEngine(std::unique_ptr<CudnnEngine> local, std::unique_ptr<Communicator> comm,
+  DataParallelEngine(std::unique_ptr<GpuEngine> local, std::unique_ptr<Communicator> comm,
                      const EngineConfig& global, const DataParallelOptions& options);
   ~DataParallelEngine() override;
   DataParallelEngine(const DataParallelEngine&) = delete;
@@ -73,12 +73,12 @@ class DataParallelEngine : public Engine, private GradientSync {
   void set_parameters(const std::vector<NamedTensor>& params) override { local_->set_parameters(params); }
   std::vector<NamedTensor> get_optimizer_state() override { return local_->get_optimizer_state(); }
   void set_optimizer_state(const std::vector<NamedTensor>& state) override { local_->set_optimizer_state(state); }
-  /// The local engine's record of its conv algorithms (rank 0's is the one a checkpoint keeps).
+  /// The local engine's record of its step's choices, e.g. the cuDNN step's conv algorithms (rank 0's is the one a checkpoint keeps).
   EngineState engine_state() const override { return local_->engine_state(); }
   /// The local engine's rows, then the all-reduce's (allreduce_timing.hpp).
   std::vector<LayerTime> layer_times() const override;
   void reset_layer_times() override;
-  /// Every rank's absolute errors (stage 06's loss) are summed over the ranks with the loss.
+  /// Every rank's absolute errors (the step's loss) are summed over the ranks with the loss.
   bool reports_mae() const override { return local_->reports_mae(); }
   /// Rank 0 only.
   bool writes_files() const override { return comm_->rank() == 0; }
@@ -89,7 +89,7 @@ class DataParallelEngine : public Engine, private GradientSync {
 
   int rank() const { return comm_->rank(); }
   int world() const { return comm_->world(); }
-  CudnnEngine& local() { return *local_; }
+  GpuEngine& local() { return *local_; }
   /// The buckets (empty for the flat schedule).
   std::vector<Bucket> buckets() const;
 
@@ -107,7 +107,7 @@ class DataParallelEngine : public Engine, private GradientSync {
   EngineConfig global_;
   DataParallelOptions options_;
   std::unique_ptr<Communicator> comm_;   // declared before what uses it: destroyed after it
-  std::unique_ptr<CudnnEngine> local_;
+  std::unique_ptr<GpuEngine> local_;
   EpochOrderAhead orders_;               // the next epoch's order, shuffled on the host while this epoch runs
   NcclVersions versions_;
   DeviceBuffer<float> weight_;           // this rank's weight in the current step (the pre-multiplied sum reads it)

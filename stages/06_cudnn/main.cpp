@@ -1,5 +1,6 @@
 // Stage 06 trainer: any model of the course on cuDNN and cuBLAS, each training
-// step replayed as one CUDA graph.
+// step replayed as one CUDA graph. The step (CudnnStep, cudnn_step.hpp) runs in the
+// one GPU engine (common/gpu/gpu_engine.hpp).
 //
 //   s06_train_solution --model cnn --epochs 10               (the graph on: the default)
 //   s06_train_solution --model cnn --graph off               (every call launched one by one)
@@ -10,14 +11,16 @@
 //   s06_train_solution --model cnn --conv-algos-from run.ckpt (the algorithms that run chose, not measured)
 //   s06_train_exercise --model mlp                           (your code, from exercises/)
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
-#include "06_cudnn/cudnn_engine.hpp"
+#include "06_cudnn/cudnn_step.hpp"
 #include "common/checkpoint.hpp"
 #include "common/cuda_check.hpp"
+#include "common/gpu/gpu_engine.hpp"
 #include "common/trainer.hpp"
 
 int main(int argc, char** argv) {
@@ -60,10 +63,12 @@ int main(int argc, char** argv) {
           else
             cfg.engine_state[record->first] = record->second;  // replaces what --resume's checkpoint holds
         }
-        auto engine = std::make_unique<course::CudnnEngine>(cfg, graph == "on", std::vector<course::NamedTensor>{},
-                                                            course::parse_algo_rule(algos));
+        auto step = std::make_unique<course::CudnnStep>(cfg, course::parse_algo_rule(algos));
+        const course::CudnnStep& cudnn = *step;
+        auto engine = std::make_unique<course::GpuEngine>(cfg, std::move(step), std::vector<course::NamedTensor>{},
+                                                          course::GpuEngineOptions{graph == "on"});
         std::cout << "conv algorithms: " << algos << "\n";
-        const std::string recorded = engine->recorded_algorithms_note();
+        const std::string recorded = cudnn.recorded_algorithms_note();
         if (!recorded.empty())
           std::cout << "conv algorithms recorded by " << (algos_from.empty() ? "the checkpoint" : algos_from) << ": "
                     << recorded << "\n";
@@ -71,7 +76,7 @@ int main(int argc, char** argv) {
                                                            : cfg.profile ? "off (--profile times every layer uncaptured)"
                                                                          : "off, every call launched one by one")
                   << "\n";
-        if (cfg.verbose) std::cout << engine->algorithm_report();
+        if (cfg.verbose) std::cout << cudnn.algorithm_report();
         return engine;
       },
       extra_options);

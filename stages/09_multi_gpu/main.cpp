@@ -1,11 +1,14 @@
-// Stage 09 trainer: data-parallel training on NCCL, one process per GPU, on
-// stage 06's cuDNN engine. --batch is the global batch in every case.
+// Stage 09 trainer: data-parallel training on NCCL, one process per GPU, each rank
+// the one GPU engine (common/gpu/gpu_engine.hpp) on a step model: stage 06's cuDNN
+// step by default, or, with --step, stage 05's im2col + GEMM step or stage 07's fast
+// GEMMs on it. --batch is the global batch in every case.
 //
 //   s09_train_solution --model cnn --epochs 10                    one GPU, no launcher (rank 0 of 1)
 //   s09_train_solution --model cnn --gpus 2 --batch 128           two processes, 64 examples each per step
 //   s09_train_solution --model cnn --gpus 1 --spawn               the multi-process path, on one GPU
 //   s09_train_solution --model cnn --gpus 2 --allreduce flat      one all-reduce after the backward pass
 //   s09_train_solution --model cnn --gpus 2 --profile --epochs 1  per-layer times, and the all-reduce's
+//   s09_train_solution --model cnn --gpus 2 --step fast-gemm      stage 07's GEMMs on each rank, not cuDNN
 //   mpirun -np 2 s09_train_solution --model cnn --nccl-id-file /shared/run.id   ranks started by Open MPI
 //   s09_train_exercise --model cnn                                your code, from exercises/
 #include <unistd.h>
@@ -16,13 +19,16 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "06_cudnn/cudnn_engine.hpp"
+#include "05_im2col_gemm/cnn_step.hpp"
+#include "06_cudnn/cudnn_step.hpp"
+#include "07_fast_gemm/fast_gemm_step.hpp"
 #include "common/multi_gpu/bootstrap.hpp"
 #include "09_multi_gpu/communicator.hpp"
 #include "09_multi_gpu/data_parallel_engine.hpp"
@@ -31,6 +37,7 @@
 #include "common/multi_gpu/rank_output.hpp"
 #include "09_multi_gpu/shard_plan.hpp"
 #include "common/cuda_check.hpp"
+#include "common/gpu/gpu_engine.hpp"
 #include "common/trainer.hpp"
 
 namespace {
@@ -65,6 +72,38 @@ int launch(int argc, char** argv, const course::MultiGpuOptions& mg) {
     std::cerr << "error: " << e.what() << "\n";
     return course::kExitError;
   }
+}
+
+// The step models a rank can run (--step), the default first.
+const std::vector<std::string> kSteps = {"cudnn", "im2col", "fast-gemm"};
+
+std::string step_names() {
+  std::string names;
+  for (const std::string& s : kSteps) names += (names.empty() ? "" : ", ") + s;
+  return names;
+}
+
+// A rank's step model for its share `local` of the run, and what it prints about it.
+std::unique_ptr<course::StepModel> make_step(const std::string& name, const course::EngineConfig& local,
+                                             const course::MultiGpuOptions& mg, std::string* about) {
+  if (name == "cudnn") {
+    *about = "step: cudnn (stage 06: cuDNN and cuBLAS)\nconv algorithms: " + mg.conv_algos + "\n";
+    return std::make_unique<course::CudnnStep>(local, course::parse_algo_rule(mg.conv_algos));
+  }
+  course::GpuCnnOptions options;  // stage 05's defaults: its best kernel, the batch unrolled at once
+  if (name == "im2col") {
+    *about = "step: im2col (stage 05: im2col + GEMM, kernel " + std::to_string(options.gemm_kernel) + ", " +
+             course::gemm_kernel_name(options.gemm_kernel) + ")\n";
+    return std::make_unique<course::CnnStep>(local, options);
+  }
+  if (name == "fast-gemm") {
+    options.gemm_kernel = course::default_kernel(course::Precision::FP32);
+    auto step = std::make_unique<course::FastGemmStep>(local, options);  // registers stage 07's kernels first
+    *about = "step: fast-gemm (stage 05's step on stage 07's kernel " + std::to_string(options.gemm_kernel) + ", " +
+             course::gemm_kernel_name(options.gemm_kernel) + ")\n";
+    return step;
+  }
+  throw std::invalid_argument("unknown step '" + name + "' (stage 09 runs " + step_names() + ")");
 }
 
 // One line about the run, printed by rank 0.
@@ -114,7 +153,19 @@ int main(int argc, char** argv) {
     return course::kExitUsage;
   }
   course::MultiGpuOptions mg;
-  const auto stage_options = [&](CLI::App& app) { course::add_multi_gpu_options(app, mg, place); };
+  std::string step_name = kSteps.front();
+  const auto stage_options = [&](CLI::App& app) {
+    course::add_multi_gpu_options(app, mg, place);
+    app.add_option("--step", step_name,
+                   "The step model each rank trains: cudnn (stage 06's cuDNN and cuBLAS), im2col (stage 05's "
+                   "im2col + GEMM) or fast-gemm (stage 05's step on stage 07's fastest FP32 kernel)")
+        ->check([](const std::string& name) {
+          for (const std::string& s : kSteps)
+            if (name == s) return std::string();
+          return "unknown step '" + name + "': stage 09 runs " + step_names();
+        })
+        ->capture_default_str();
+  };
 
   // Started by a person: look at the command line first. Asked for several GPUs
   // (or --spawn), this process only launches the ranks. A command line with a
@@ -156,15 +207,20 @@ int main(int argc, char** argv) {
         auto comm = std::make_unique<course::Communicator>(course::share_unique_id(me, id_file, mg.nccl_timeout_s),
                                                            me.rank, me.world, mg.nccl_timeout_s);
         if (me.rank == 0 && me.world > 1) std::remove(id_file.c_str());  // every rank has joined: the id is spent
+        std::string about;
+        std::unique_ptr<course::StepModel> step = make_step(step_name, local, mg, &about);
+        const auto* cudnn = dynamic_cast<const course::CudnnStep*>(step.get());
         auto engine = std::make_unique<course::DataParallelEngine>(
-            std::make_unique<course::CudnnEngine>(local, mg.graph == "on", std::vector<course::NamedTensor>{},
-                                                  course::parse_algo_rule(mg.conv_algos)),
+            std::make_unique<course::GpuEngine>(local, std::move(step), std::vector<course::NamedTensor>{},
+                                                course::GpuEngineOptions{mg.graph == "on"}),
             std::move(comm), cfg,
             course::DataParallelOptions{mg.allreduce, static_cast<std::size_t>(mg.bucket_kib) * 1024});
-        std::cout << "conv algorithms: " << mg.conv_algos << "\n" << describe_run(me, cfg, *engine, mg);
-        const std::string recorded = engine->local().recorded_algorithms_note();
-        if (!recorded.empty()) std::cout << "conv algorithms recorded by the checkpoint: " << recorded << "\n";
-        if (cfg.verbose) std::cout << engine->local().algorithm_report();
+        std::cout << about << describe_run(me, cfg, *engine, mg);
+        if (cudnn != nullptr) {
+          const std::string recorded = cudnn->recorded_algorithms_note();
+          if (!recorded.empty()) std::cout << "conv algorithms recorded by the checkpoint: " << recorded << "\n";
+          if (cfg.verbose) std::cout << cudnn->algorithm_report();
+        }
         return engine;
       },
       stage_options);

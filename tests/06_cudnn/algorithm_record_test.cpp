@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "06_cudnn/algorithm_choice.hpp"
-#include "06_cudnn/cudnn_engine.hpp"
+#include "cudnn_step_engine.hpp"
 #include "common/checkpoint.hpp"
 #include "common/trainer.hpp"
 #include "s06_support.hpp"
@@ -60,7 +60,7 @@ std::string edited(std::string record, const std::string& from, const std::strin
 }
 
 // The record `engine` would save, read back.
-AlgorithmRecord record_of(const CudnnEngine& engine) {
+AlgorithmRecord record_of(const CudnnStepEngine& engine) {
   const EngineState state = engine.engine_state();
   const auto it = state.find(kAlgorithmRecordName);
   if (it == state.end()) throw std::logic_error("the engine recorded no conv algorithms");
@@ -143,7 +143,7 @@ TEST(Stage06_AlgorithmRecord, MalformedRecordsAreRefusedWithAMessage) {
 TEST(Stage06_AlgorithmRecord, AnEngineRunsTheRecordedAlgorithmsInsteadOfMeasuring) {
   S06_SKIP_WITHOUT_GPU();
   const Dataset train = make_synthetic(100, {1, 28, 28}, 10, 3);  // batches of 8, the last of 4
-  CudnnEngine measuring(cnn_config());
+  CudnnStepEngine measuring(cnn_config());
   measuring.begin_epoch(train, 0);  // plans batch 8 and batch 4
   measuring.end_epoch();
   const AlgorithmRecord measured = record_of(measuring);
@@ -153,7 +153,7 @@ TEST(Stage06_AlgorithmRecord, AnEngineRunsTheRecordedAlgorithmsInsteadOfMeasurin
 
   EngineConfig cfg = cnn_config();
   cfg.engine_state = forced(measured);
-  CudnnEngine a(cfg), b(cfg);
+  CudnnStepEngine a(cfg), b(cfg);
   EXPECT_EQ(forced_lines(a.algorithm_report()), 2u) << a.algorithm_report();
   EXPECT_EQ(a.recorded_algorithms_note(), "2 of 2 conv layers at batch 8 run the recorded algorithms (not measured again)");
   // Trained an epoch (batch 4 taken from the record too), both engines end on the same bits.
@@ -169,19 +169,19 @@ TEST(Stage06_AlgorithmRecord, AnEngineRunsTheRecordedAlgorithmsInsteadOfMeasurin
     EXPECT_EQ(r.algos.backward_filter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1) << r.layer << " at batch " << r.batch;
   }
   // An engine that has not met batch 4 yet still passes its entries on.
-  EXPECT_EQ(record_of(CudnnEngine(cfg)).layers.size(), 4u);
+  EXPECT_EQ(record_of(CudnnStepEngine(cfg)).layers.size(), 4u);
 }
 
 TEST(Stage06_AlgorithmRecord, ARecordThatCannotBeUsedIsMeasuredAgainWithAWarning) {
   S06_SKIP_WITHOUT_GPU();
-  CudnnEngine measuring(cnn_config());
+  CudnnStepEngine measuring(cnn_config());
   const AlgorithmRecord measured = record_of(measuring);
   const std::string measured_report = measuring.algorithm_report();
   auto built_with = [&](const std::string& record_text, std::string* warnings) {
     EngineConfig cfg = cnn_config();
     cfg.engine_state[kAlgorithmRecordName] = record_text;
     ::testing::internal::CaptureStderr();
-    CudnnEngine engine(cfg);
+    CudnnStepEngine engine(cfg);
     *warnings = ::testing::internal::GetCapturedStderr();
     EXPECT_EQ(engine.algorithm_report(), measured_report) << "it measured (the process remembers the shapes)";
     return engine.recorded_algorithms_note();
@@ -207,13 +207,13 @@ TEST(Stage06_AlgorithmRecord, AnAlgorithmCuDnnCannotRunIsMeasuredAgainWithAWarni
   S06_SKIP_WITHOUT_GPU();
   EngineConfig cfg = cnn_config();
   cfg.arch = parse_arch("conv8k3p1s2,relu,flatten,fc10");
-  CudnnEngine measuring(cfg);
+  CudnnStepEngine measuring(cfg);
   AlgorithmRecord unusable = record_of(measuring);
   ASSERT_EQ(unusable.layers.size(), 1u);
   unusable.layers[0].algos.forward = CUDNN_CONVOLUTION_FWD_ALGO_FFT;
   cfg.engine_state[kAlgorithmRecordName] = encode_algorithm_record(unusable);
   ::testing::internal::CaptureStderr();
-  CudnnEngine engine(cfg);
+  CudnnStepEngine engine(cfg);
   const std::string warnings = ::testing::internal::GetCapturedStderr();
   EXPECT_CONTAINS(warnings, "the recorded conv algorithms of conv1 (conv8k3p1s2) at batch 8 cannot be used here "
                             "(forward FFT: ");
@@ -231,7 +231,7 @@ TEST(Stage06_AlgorithmRecord, AResumedRunTakesItsCheckpointsAlgorithms) {
   const std::string ckpt = (dir / "run.ckpt").string();
   std::string report;
   const EngineFactory make = [&](const EngineConfig& c) -> std::unique_ptr<Engine> {
-    auto engine = std::make_unique<CudnnEngine>(c);
+    auto engine = std::make_unique<CudnnStepEngine>(c);
     report = engine->algorithm_report();
     return engine;
   };

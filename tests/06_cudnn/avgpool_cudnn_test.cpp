@@ -28,7 +28,7 @@
 #include "02_conv_pool/avgpool.hpp"
 #include "02_conv_pool/cnn.hpp"
 #include "06_cudnn/avgpool_cudnn.hpp"
-#include "06_cudnn/cudnn_engine.hpp"
+#include "cudnn_step_engine.hpp"
 #include "cnn_comparison.hpp"
 #include "common/data.hpp"
 #include "course_test.hpp"
@@ -131,7 +131,7 @@ TEST(Stage06_AvgPool, EngineMatchesStage02AfterTwentySteps) {
   const std::vector<NamedTensor> initial = testkit::spread_parameters(cfg, 63);
   for (const bool graph : {true, false}) {
     const std::string context = spec + (graph ? ", graph on" : ", graph off");
-    CudnnEngine gpu(cfg, graph, initial);
+    CudnnStepEngine gpu(cfg, graph, initial);
     const EpochStats got = gpu.train_epoch(train, 0, {});
     CpuEngine cpu(cfg, make_cnn_layer<float>);
     cpu.set_parameters(initial);

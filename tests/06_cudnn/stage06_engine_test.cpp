@@ -10,7 +10,7 @@
 
 #include "01_fc_softmax/cpu_engine.hpp"
 #include "02_conv_pool/cnn.hpp"
-#include "06_cudnn/cudnn_engine.hpp"
+#include "cudnn_step_engine.hpp"
 #include "cnn_comparison.hpp"
 #include "common/data.hpp"
 #include "s06_support.hpp"
@@ -49,7 +49,7 @@ void expect_matches_cpu(const std::string& spec, Shape3 input, int batch, int ex
                               (graph ? ", graph on" : ", graph off");
   const Dataset train = make_synthetic(examples, input, 10, 5);
   const EngineConfig cfg = comparison_config(spec, input, batch, lr, loss);
-  CudnnEngine gpu(cfg, graph, initial);
+  CudnnStepEngine gpu(cfg, graph, initial);
   const std::vector<NamedTensor> start = gpu.get_parameters();
   const EpochStats got = gpu.train_epoch(train, 0, {});
   CpuEngine cpu(cfg, make_cnn_layer<float>);
@@ -121,7 +121,7 @@ TEST(Stage06_Engine, LeakySlopeAndSigmoidOutputMatchStage02) {
   expect_matches_cpu(spec, {1, 12, 12}, 8, 20 * 8, "mse", false, kCnnStepsLr, spread_parameters(cfg, 99));
   const std::string m = [&] {
     try {
-      CudnnEngine engine(comparison_config(spec, {1, 12, 12}, 8, 0.05, "cross-entropy"));
+      CudnnStepEngine engine(comparison_config(spec, {1, 12, 12}, 8, 0.05, "cross-entropy"));
     } catch (const std::invalid_argument& e) {
       return std::string(e.what());
     }
@@ -141,7 +141,7 @@ TEST(Stage06_Engine, EvaluateMatchesStage02) {
   S06_SKIP_WITHOUT_GPU();
   const Dataset test = make_synthetic(300, {1, 28, 28}, 10, 6);
   const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64);
-  CudnnEngine gpu(cfg);
+  CudnnStepEngine gpu(cfg);
   CpuEngine cpu(cfg, make_cnn_layer<float>);
   std::vector<int> got_pred, want_pred;
   const EpochStats got = gpu.evaluate(test, &got_pred), want = cpu.evaluate(test, &want_pred);
@@ -159,7 +159,7 @@ TEST(Stage06_Engine, ProfileTimesEveryLayer) {
   S06_SKIP_WITHOUT_GPU();
   EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64);
   cfg.profile = true;
-  CudnnEngine gpu(cfg);
+  CudnnStepEngine gpu(cfg);
   EXPECT_FALSE(gpu.graph_enabled()) << "profiling times each layer, so it runs uncaptured";
   gpu.train_epoch(make_synthetic(5 * 64, {1, 28, 28}, 10, 8), 0, {});
   const std::vector<LayerTime> times = gpu.layer_times();
@@ -178,13 +178,13 @@ TEST(Stage06_Engine, ProfileTimesEveryLayer) {
 // Bad requests are refused with a message, before the GPU is touched where possible.
 TEST(Stage06_Engine, RefusesWhatItCannotRun) {
   EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64, 0.05, "hinge");
-  EXPECT_THROW(CudnnEngine engine(cfg), std::invalid_argument);
+  EXPECT_THROW(CudnnStepEngine engine(cfg), std::invalid_argument);
   cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 0);
-  EXPECT_THROW(CudnnEngine engine(cfg), std::invalid_argument);
+  EXPECT_THROW(CudnnStepEngine engine(cfg), std::invalid_argument);
   cfg = comparison_config("conv8k5,relu,pool2,fc10", {1, 4, 4}, 8);  // a 5x5 filter on a 4x4 image
-  EXPECT_THROW(CudnnEngine engine(cfg), std::invalid_argument);
+  EXPECT_THROW(CudnnStepEngine engine(cfg), std::invalid_argument);
   S06_SKIP_WITHOUT_GPU();
-  CudnnEngine engine(comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64));
+  CudnnStepEngine engine(comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64));
   auto params = engine.get_parameters();
   params[0].tensor.shape = {16, 1, 5, 5};
   EXPECT_THROW(engine.set_parameters(params), std::invalid_argument);
@@ -199,12 +199,12 @@ TEST(Stage06_Engine, OptimizerStateContinuesTheRunBitForBit) {
   S06_SKIP_WITHOUT_GPU();
   const Dataset train = make_synthetic(5 * 32 + 7, {1, 28, 28}, 10, 9);
   const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 32);
-  CudnnEngine first(cfg);
+  CudnnStepEngine first(cfg);
   first.train_epoch(train, 0, {});
   const auto velocity = first.get_optimizer_state();
   ASSERT_EQ(velocity.size(), first.get_parameters().size());
   EXPECT_EQ(velocity[0].name, "conv1.weight.velocity");
-  CudnnEngine resumed(cfg);
+  CudnnStepEngine resumed(cfg);
   resumed.set_parameters(first.get_parameters());
   resumed.set_optimizer_state(velocity);
   first.train_epoch(train, 1, {});

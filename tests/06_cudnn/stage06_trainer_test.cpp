@@ -12,7 +12,7 @@
 #include "02_conv_pool/cnn.hpp"
 #include "05_im2col_gemm/cnn_step.hpp"
 #include "common/gpu/gpu_engine.hpp"
-#include "06_cudnn/cudnn_engine.hpp"
+#include "cudnn_step_engine.hpp"
 #include "common/trainer.hpp"
 #include "model_across_stages.hpp"
 #include "s06_support.hpp"
@@ -26,7 +26,7 @@ const StageInfo kStage06{"06_cudnn", "Stage 06 (test)"};
 const StageInfo kStage02{"02_conv_pool", "Stage 02 (test)"};
 const StageInfo kStage05{"05_im2col_gemm", "Stage 05 (test)"};
 
-std::unique_ptr<Engine> make_stage06(const EngineConfig& cfg) { return std::make_unique<CudnnEngine>(cfg, true); }
+std::unique_ptr<Engine> make_stage06(const EngineConfig& cfg) { return std::make_unique<CudnnStepEngine>(cfg, true); }
 std::unique_ptr<Engine> make_stage02(const EngineConfig& cfg) {
   return std::make_unique<CpuEngine>(cfg, make_cnn_layer<float>);
 }

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "06_cudnn/cudnn_engine.hpp"
+#include "cudnn_step_engine.hpp"
 #include "06_cudnn/step_graph.hpp"
 #include "common/data.hpp"
 #include "s06_support.hpp"
@@ -168,7 +168,7 @@ TEST(Task6_10_CudaGraph, EngineGivesTheSameParametersWithAndWithoutTheGraph) {
   cfg.batch = 64;
   cfg.lr = 0.05;
   cfg.seed = 7;
-  CudnnEngine with_graph(cfg, true), without(cfg, false);
+  CudnnStepEngine with_graph(cfg, true), without(cfg, false);
   for (int epoch = 0; epoch < 2; ++epoch) {
     const EpochStats a = with_graph.train_epoch(train, epoch, {});
     const EpochStats b = without.train_epoch(train, epoch, {});

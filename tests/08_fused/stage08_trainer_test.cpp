@@ -12,7 +12,7 @@
 #include "02_conv_pool/cnn.hpp"
 #include "05_im2col_gemm/cnn_step.hpp"
 #include "common/gpu/gpu_engine.hpp"
-#include "06_cudnn/cudnn_engine.hpp"
+#include "06_cudnn/cudnn_step.hpp"
 #include "08_fused/fused_engine.hpp"
 #include "common/trainer.hpp"
 #include "model_across_stages.hpp"
@@ -35,7 +35,9 @@ std::unique_ptr<Engine> make_stage02(const EngineConfig& cfg) {
 std::unique_ptr<Engine> make_stage05(const EngineConfig& cfg) {
   return std::make_unique<GpuEngine>(cfg, std::make_unique<CnnStep>(cfg));
 }
-std::unique_ptr<Engine> make_stage06(const EngineConfig& cfg) { return std::make_unique<CudnnEngine>(cfg, true); }
+std::unique_ptr<Engine> make_stage06(const EngineConfig& cfg) {
+  return std::make_unique<GpuEngine>(cfg, std::make_unique<CudnnStep>(cfg));
+}
 
 }  // namespace
 

@@ -11,7 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "06_cudnn/cudnn_engine.hpp"
+#include "06_cudnn/cudnn_step.hpp"
+#include "common/gpu/gpu_engine.hpp"
 #include "09_multi_gpu/communicator.hpp"
 #include "09_multi_gpu/data_parallel_engine.hpp"
 #include "common/data.hpp"
@@ -36,10 +37,16 @@ EngineConfig config(const std::string& spec, int batch, bool profile = false) {
   return cfg;
 }
 
+// Stage 06's step in the one GPU engine: what stage 09's trainer gives each rank by default.
+std::unique_ptr<GpuEngine> cudnn_engine(const EngineConfig& cfg, bool graph) {
+  return std::make_unique<GpuEngine>(cfg, std::make_unique<CudnnStep>(cfg), std::vector<NamedTensor>{},
+                                     GpuEngineOptions{graph});
+}
+
 std::unique_ptr<DataParallelEngine> world_of_one(const EngineConfig& cfg, bool graph, const std::string& allreduce,
                                                  std::size_t bucket_bytes) {
   auto comm = std::make_unique<Communicator>(new_unique_id(), 0, 1, 60);
-  return std::make_unique<DataParallelEngine>(std::make_unique<CudnnEngine>(cfg, graph), std::move(comm), cfg,
+  return std::make_unique<DataParallelEngine>(cudnn_engine(cfg, graph), std::move(comm), cfg,
                                               DataParallelOptions{allreduce, bucket_bytes});
 }
 
@@ -65,7 +72,7 @@ TEST(Stage09_Engine, AWorldOfOneIsStage06BitForBit) {
     for (const std::string allreduce : {"flat", "buckets"}) {
       const std::string what = std::string("graph ") + (graph ? "on" : "off") + ", " + allreduce;
       SCOPED_TRACE(what);
-      CudnnEngine reference(cfg, graph);
+      GpuEngine reference(cfg, std::make_unique<CudnnStep>(cfg), {}, GpuEngineOptions{graph});
       // 16 KiB: the cnn's gradients in 3 buckets, fc2-fc1 (617 KiB), conv2 (18 KiB), conv1 (under 1 KiB)
       auto dp = world_of_one(cfg, graph, allreduce, 16 * 1024);
       if (allreduce == "buckets") {
@@ -143,7 +150,7 @@ TEST(Stage09_Engine, ProfileTimesTheAllReduce) {
 TEST(Stage09_Engine, AStepWithoutExamplesIsAnUpdateWithZeroGradients) {
   S09_SKIP_WITHOUT_GPUS(1);
   EngineConfig cfg = config(named_model_spec("mlp"), 64);
-  CudnnEngine engine(cfg, true);
+  GpuEngine engine(cfg, std::make_unique<CudnnStep>(cfg), {}, GpuEngineOptions{true});
   const Dataset train = make_synthetic(100, cfg.input, 10, 3);
   engine.begin_epoch(train, 0);
   ASSERT_EQ(engine.num_batches(), 2);
@@ -172,7 +179,7 @@ TEST(Stage09_Engine, RefusesABatchThatDoesNotMatchItsShare) {
   EngineConfig local = global;
   local.batch = 32;  // a rank of one holds the whole global batch
   auto comm = std::make_unique<Communicator>(new_unique_id(), 0, 1, 60);
-  EXPECT_THROW(DataParallelEngine(std::make_unique<CudnnEngine>(local, true), std::move(comm), global,
+  EXPECT_THROW(DataParallelEngine(cudnn_engine(local, true), std::move(comm), global,
                                   DataParallelOptions{}),
                std::invalid_argument);
 }

@@ -10,7 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "02_conv_pool/cnn.hpp"
-#include "06_cudnn/cudnn_engine.hpp"
+#include "06_cudnn/cudnn_step.hpp"
+#include "common/gpu/gpu_engine.hpp"
 #include "cnn_comparison.hpp"
 #include "common/data.hpp"
 #include "common/model_file.hpp"
@@ -116,6 +117,14 @@ TEST(Stage09_TooFewGpus, Gpus2SaysWhyItCannotRun) {
   }
 }
 
+// --step names the step model of every rank; another name stops the run with the list.
+TEST(Stage09_StepFlag, AnUnknownStepIsAUsageErrorNamingTheSteps) {
+  const fs::path dir = fresh_dir();
+  const Finished f = run_trainer_binary(dir, "nostep", std::vector<std::string>{"--step", "winograd"} + data_args(256), 120);
+  EXPECT_EQ(f.exit_code, kExitUsage) << f.err;
+  EXPECT_CONTAINS(f.err, "unknown step 'winograd': stage 09 runs cudnn, im2col, fast-gemm");
+}
+
 // ---- one GPU ----------------------------------------------------------------------------
 
 // The MLP (cuBLAS only: the same kernels in every process) trained alone, through
@@ -149,7 +158,7 @@ TEST(Stage09_Trainer, AloneThroughTheLauncherAndStage06GiveTheSameBits) {
   cfg.classes = split.train.classes;
   cfg.batch = 64;
   cfg.lr = 0.02;
-  CudnnEngine reference(cfg, true);
+  GpuEngine reference(cfg, std::make_unique<CudnnStep>(cfg), {}, GpuEngineOptions{true});
   for (int e = 0; e < 2; ++e) {
     reference.set_learning_rate(scheduled_learning_rate(cfg.lr, "cosine", e, 2));
     reference.train_epoch(split.train, e, {});
@@ -161,6 +170,19 @@ TEST(Stage09_Trainer, AloneThroughTheLauncherAndStage06GiveTheSameBits) {
   const nlohmann::json j = nlohmann::json::parse(slurp(dir / "alone.json"));
   EXPECT_EQ(j.at("stage_results").at("ranks"), 1);
   EXPECT_EQ(j.at("status"), "ok");
+}
+
+// Every step model stage 09 links trains in a rank, and the run says which one.
+TEST(Stage09_Trainer, EveryStepTrainsAlone) {
+  S09_SKIP_WITHOUT_GPUS(1);
+  const fs::path dir = fresh_dir();
+  for (const std::string step : {"cudnn", "im2col", "fast-gemm"}) {
+    const Finished f = expect_ok(
+        run_trainer_binary(dir, step, std::vector<std::string>{"--model", "cnn", "--epochs", "1", "--step", step} +
+                                          data_args(512)),
+        "--step " + step);
+    EXPECT_CONTAINS(f.out, "step: " + step + " (");
+  }
 }
 
 TEST(Stage09_Trainer, AResumedRunContinuesBitForBit) {

@@ -31,7 +31,8 @@
 #elif COURSE_TEST_STAGE == 6
 #include <regex>
 
-#include "06_cudnn/cudnn_engine.hpp"
+#include "06_cudnn/cudnn_step.hpp"
+#include "common/gpu/gpu_engine.hpp"
 #elif COURSE_TEST_STAGE == 8
 #include "08_fused/fused_engine.hpp"
 #else
@@ -79,7 +80,7 @@ void first_bad_step_named(const EngineConfig& config, const Dataset& train) {
   trainer_safety::expect_first_bad_step_named([&] { return std::make_unique<E>(config); }, train);
 }
 
-#if COURSE_TEST_STAGE == 4 || COURSE_TEST_STAGE == 5
+#if COURSE_TEST_STAGE == 4 || COURSE_TEST_STAGE == 5 || COURSE_TEST_STAGE == 6
 /// The row's entry for the common GPU engine on a stage's step model `Step`, with or without its CUDA graph.
 template <typename Step>
 EngineVariant step_engine(std::string what, bool graph) {
@@ -160,9 +161,9 @@ inline std::vector<GpuStage> gpu_stages() {
             [](const std::string& checkpoint) { return std::vector<std::string>{"--conv-algos-from", checkpoint}; },
             "2 of 2 conv layers at batch 8 run the recorded algorithms (not measured again)"},
            kMlpDiverging,
-           {engine<CudnnEngine>("the cuDNN engine and its CUDA graph")},
+           {step_engine<CudnnStep>("the cuDNN step and its CUDA graph", true)},
            kCnnInProcess,
-           first_bad_step_named<CudnnEngine>}};
+           first_bad_step_named_on_step<CudnnStep>}};
 #elif COURSE_TEST_STAGE == 8
   // Every step of the trainer's epoch is a graph replay; in process, also the
   // persistent kernel, whose phases a resumed epoch uploads anew. Stage 08 adds
