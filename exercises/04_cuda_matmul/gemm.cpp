@@ -25,7 +25,7 @@ void check_kernel_number(int kernel) {
   if (kernel < 0 || kernel >= gemm_kernel_count())
     throw std::invalid_argument("gemm kernel " + std::to_string(kernel) + " does not exist: kernels are 0 (cuBLAS) to " +
                                 std::to_string(gemm_kernel_count() - 1) +
-                                (gemm_kernel_count() == kNumGemmKernels ? " (stage 07 adds more)" : ""));
+                                (gemm_kernel_count() == kNumGemmKernels ? " (7 and on: faster kernels that later trainers add)" : ""));
 }
 
 }  // namespace
