@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "01_fc_softmax/network.hpp"
+#include "01_fc_softmax/train.hpp"
 #include "gpu_testkit.hpp"
 #include "mlp_engine.hpp"
 #include "tensor_check.hpp"
@@ -71,6 +72,23 @@ inline void expect_same_predictions(Network<float>& cpu, const Dataset& test, co
     EXPECT_LT(gap, max_gap) << "example " << i << ": GPU predicts " << g << ", CPU " << c << ", outputs " << gap
                             << " apart";
   }
+}
+
+/// One evaluation of `test` on both sides from the same weights, the GPU's (on cuBLAS) first.
+struct BothEvaluated {
+  Network<float> cpu;  ///< stage 01's network, kept for a look at its outputs
+  EpochStats gpu_stats, cpu_stats;
+  std::vector<int> gpu_predictions, cpu_predictions;
+};
+
+inline BothEvaluated evaluate_both(const EngineConfig& cfg, const std::vector<NamedTensor>& weights,
+                                   const Dataset& test) {
+  GpuEngine gpu = mlp_engine(cfg, kGemmCublas, weights);
+  std::vector<int> gpu_predictions;
+  const EpochStats g = gpu.evaluate(test, &gpu_predictions);
+  BothEvaluated r{cpu_network(cfg, weights), g, {}, std::move(gpu_predictions), {}};
+  r.cpu_stats = evaluate(r.cpu, test, cfg, &r.cpu_predictions);
+  return r;
 }
 
 /// What f throws as std::invalid_argument, or a line saying it threw none.

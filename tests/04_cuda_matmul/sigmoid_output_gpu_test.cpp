@@ -82,21 +82,16 @@ TEST(Stage04_SigmoidOutput, EvaluateMatchesStage01) {
   SKIP_WITHOUT_GPU();
   const Dataset test = make_synthetic(77, kFeatures, 3, 33);
   const EngineConfig cfg = config_for(kPractice, test, 32);
-  const std::vector<NamedTensor> weights = test_weights(cfg, 34);
-  GpuEngine gpu = mlp_engine(cfg, kGemmCublas, weights);
-  std::vector<int> gpu_predictions;
-  const EpochStats g = gpu.evaluate(test, &gpu_predictions);
-  Network<float> cpu = cpu_network(cfg, weights);
-  std::vector<int> cpu_predictions;
-  const EpochStats c = evaluate(cpu, test, cfg, &cpu_predictions);
+  BothEvaluated both = evaluate_both(cfg, test_weights(cfg, 34), test);
+  const EpochStats &g = both.gpu_stats, &c = both.cpu_stats;
   ASSERT_EQ(g.seen, 77);
   EXPECT_NEAR(g.loss_sum, c.loss_sum, 1e-5 * std::fabs(c.loss_sum) + 1e-7);
   EXPECT_NEAR(g.abs_error_sum, c.abs_error_sum, 1e-5 * std::fabs(c.abs_error_sum) + 1e-7)
       << "summed absolute errors of the test set: GPU (first), stage 01 (second)";
   // Every example's MAE is below 1 with outputs in (0, 1) and one-hot targets.
   EXPECT_LT(g.abs_error_sum, 77.0);
-  ASSERT_EQ(gpu_predictions.size(), 77u);
-  expect_same_predictions(cpu, test, gpu_predictions, cpu_predictions, 1e-5f);
+  ASSERT_EQ(both.gpu_predictions.size(), 77u);
+  expect_same_predictions(both.cpu, test, both.gpu_predictions, both.cpu_predictions, 1e-5f);
 }
 
 // The slope reaches the kernels: with leaky0.3 the GPU's loss is stage 01's with 0.3, not

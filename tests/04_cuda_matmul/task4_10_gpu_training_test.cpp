@@ -89,19 +89,14 @@ TEST(Task4_10_GpuTraining, EvaluateMatchesStage01) {
   SKIP_WITHOUT_GPU();
   const Dataset test = make_synthetic(77, {1, 28, 28}, 10, 4);
   const EngineConfig cfg = config_for("fc256,relu,fc128,relu,fc10", test, 32);
-  const std::vector<NamedTensor> weights = test_weights(cfg, 6);
-  GpuEngine gpu = mlp_engine(cfg, kGemmCublas, weights);
-  std::vector<int> gpu_predictions;
-  const EpochStats g = gpu.evaluate(test, &gpu_predictions);
-
-  Network<float> cpu = cpu_network(cfg, weights);
-  std::vector<int> cpu_predictions;
-  const EpochStats c = evaluate(cpu, test, cfg, &cpu_predictions);
+  BothEvaluated both = evaluate_both(cfg, test_weights(cfg, 6), test);
+  const EpochStats &g = both.gpu_stats, &c = both.cpu_stats;
+  const std::vector<int>& gpu_predictions = both.gpu_predictions;
   ASSERT_EQ(g.seen, 77) << "examples the GPU evaluated";
   ASSERT_EQ(gpu_predictions.size(), 77u) << "predictions the GPU returned";
   EXPECT_NEAR(g.loss_sum, c.loss_sum, 1e-4 * std::fabs(c.loss_sum))
       << "summed test loss: GPU (first) against stage 01 (second)";
-  expect_same_predictions(cpu, test, gpu_predictions, cpu_predictions, 1e-4f);
+  expect_same_predictions(both.cpu, test, gpu_predictions, both.cpu_predictions, 1e-4f);
   long correct = 0;
   for (int i = 0; i < 77; ++i)
     correct += gpu_predictions[static_cast<std::size_t>(i)] == test.labels[static_cast<std::size_t>(i)];
