@@ -25,7 +25,14 @@ void check_kernel_number(int kernel) {
   if (kernel < 0 || kernel >= gemm_kernel_count())
     throw std::invalid_argument("gemm kernel " + std::to_string(kernel) + " does not exist: kernels are 0 (cuBLAS) to " +
                                 std::to_string(gemm_kernel_count() - 1) +
-                                (gemm_kernel_count() == kNumGemmKernels ? " (stage 07 adds more)" : ""));
+                                (gemm_kernel_count() == kNumGemmKernels ? " (7 and on: faster kernels that later trainers add)" : ""));
+}
+
+/// Throws std::invalid_argument, naming `who`, when a size is negative.
+void check_sizes(const char* who, int M, int N, int K) {
+  if (M < 0 || N < 0 || K < 0)
+    throw std::invalid_argument(std::string(who) + ": sizes must not be negative, got M=" + std::to_string(M) +
+                                " N=" + std::to_string(N) + " K=" + std::to_string(K));
 }
 
 }  // namespace
@@ -65,9 +72,7 @@ std::vector<std::string> gemm_kernel_names() {
 void gemm(int kernel, bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, const float* B,
           float beta, float* C, cudaStream_t stream) {
   check_kernel_number(kernel);
-  if (M < 0 || N < 0 || K < 0)
-    throw std::invalid_argument("gemm: sizes must not be negative, got M=" + std::to_string(M) +
-                                " N=" + std::to_string(N) + " K=" + std::to_string(K));
+  check_sizes("gemm", M, N, K);
   if (M == 0 || N == 0) return;  // C is empty: nothing to compute
   if (C == nullptr)
     throw std::invalid_argument("gemm: C is null but holds " + std::to_string(M) + " x " + std::to_string(N) +
@@ -110,9 +115,7 @@ void gemm_k_slices(int kernel, bool trans_a, bool trans_b, int M, int N, int K, 
     throw std::invalid_argument("gemm_k_slices: kernel " + std::to_string(kernel) + " (" + gemm_kernel_name(kernel) +
                                 ") has no one-launch split-K");
   if (k_slice < 1) throw std::invalid_argument("gemm_k_slices: k_slice must be at least 1, got " + std::to_string(k_slice));
-  if (M < 0 || N < 0 || K < 0)
-    throw std::invalid_argument("gemm_k_slices: sizes must not be negative, got M=" + std::to_string(M) +
-                                " N=" + std::to_string(N) + " K=" + std::to_string(K));
+  check_sizes("gemm_k_slices", M, N, K);
   if (M == 0 || N == 0 || K == 0) return;  // no slices
   if (A == nullptr || B == nullptr || partials == nullptr)
     throw std::invalid_argument(std::string("gemm_k_slices: ") + (A == nullptr ? "A" : B == nullptr ? "B" : "partials") +

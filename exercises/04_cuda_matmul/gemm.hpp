@@ -29,9 +29,9 @@
 /// | 5 | matmul_4_tiled.cu           | the same with 32 x 32 tiles                             |
 /// | 6 | matmul_6_register_tiled.cu  | 64 x 64 tiles, each thread computes a 4 x 4 block of C  |
 ///
-/// Later stages add kernels after these (add_gemm_kernel() in matmul_kernels.hpp):
-/// stage 07 adds its fast and tensor-core kernels as 7 and on, so that stage 05's
-/// convolutions and stage 04's dense layers run on them unchanged.
+/// Numbers from 7 on are left for faster kernels (add_gemm_kernel() in
+/// matmul_kernels.hpp): once added, every caller of gemm(), the dense layers here
+/// and any convolution built on gemm(), runs on them unchanged.
 ///
 /// When beta is 0, C is only written, never read (as in BLAS): it may hold
 /// anything, NaN included.
@@ -53,7 +53,7 @@ constexpr int kGemmTiled32 = 5;        ///< Task 4.4, TILE = 32
 constexpr int kGemmRegisterTiled = 6;  ///< Task 4.5
 constexpr int kNumGemmKernels = 7;     ///< stage 04's own kernels: 0 .. kNumGemmKernels - 1
 
-/// The fastest hand-written kernel: what the GPU MLP (and stage 05) use unless told otherwise.
+/// The fastest hand-written kernel: what the GPU MLP (and any caller of gemm()) uses unless told otherwise.
 constexpr int kBestGemm = kGemmRegisterTiled;
 
 /// A block holds at most 1024 threads on every CUDA GPU since compute capability 2.0,
@@ -83,7 +83,7 @@ bool gemm_has_k_slices(int kernel);
 ///     partials[z] [M, N] = op(A)[:, z-th k_slice columns] * op(B)[same rows, :]
 ///
 /// stored one after another (slices * M * N floats). Their sum is op(A) op(B);
-/// stage 05 adds them (split_k.hpp). The blocks of all slices run at once, so a
+/// the caller adds them. The blocks of all slices run at once, so a
 /// product with few tiles of C and a long K fills the GPU. Throws
 /// std::invalid_argument for a kernel without one-launch split-K, k_slice < 1, a
 /// negative size or a null pointer.

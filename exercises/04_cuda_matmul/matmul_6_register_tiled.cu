@@ -22,12 +22,12 @@
 /// layout (trans_a, trans_b are template parameters, so each of the four
 /// versions has its own straight-line load code), and zero-filled outside A and B.
 ///
-/// Split-K (gemm_k_slices(), what stage 05 needs): a product with a small C and a
+/// Split-K (gemm_k_slices()): a product with a small C and a
 /// long K, like a conv layer's weight gradient (16 x 9 outputs, K = 50,176), gets
 /// one block here, which walks all of K while the other multiprocessors idle. With
 /// p.k_slice > 0 the grid gets a third dimension: the blocks of layer z sweep only
 /// their slice of K and write their partial product to their own [M, N] matrix;
-/// stage 05 adds the partials. One launch, as many blocks as the GPU wants.
+/// the caller adds the partials. One launch, as many blocks as the GPU wants.
 #include "04_cuda_matmul/matmul_kernels.hpp"
 #include "common/cuda_check.hpp"
 #include "common/not_implemented.hpp"

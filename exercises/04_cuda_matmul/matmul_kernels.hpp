@@ -37,13 +37,13 @@ void matmul_tiled_16(const GemmProblem& p, cudaStream_t stream);        ///< ker
 void matmul_tiled_32(const GemmProblem& p, cudaStream_t stream);        ///< kernel 5, Task 4.4
 void matmul_register_tiled(const GemmProblem& p, cudaStream_t stream);  ///< kernel 6, Task 4.5
 
-/// A kernel that a later stage adds to course::gemm()'s numbered list (stage 07 adds
-/// 7 and on): from then on gemm(number, ...) runs `launch`, and the tables name it `name`.
+/// A kernel added to course::gemm()'s numbered list after the seven here (numbers 7
+/// and on): from then on gemm(number, ...) runs `launch`, and the tables name it `name`.
 struct GemmKernelEntry {
   std::string name;                                              ///< "warp tiles"
   void (*launch)(const GemmProblem& p, cudaStream_t stream) = nullptr;  ///< computes p as gemm() defines it
   /// True when `launch` honours GemmProblem::k_slice (the partial products of split-K in
-  /// one launch), so that gemm_k_slices() and stage 05's split-K can use it.
+  /// one launch), so that gemm_k_slices() and a split-K built on it can use it.
   bool k_slices = false;
 };
 

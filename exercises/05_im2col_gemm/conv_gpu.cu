@@ -138,10 +138,7 @@ __global__ void add_channel_bias_kernel(float* __restrict__ y, const float* __re
 void conv_forward_gpu(const ConvContext& ctx, const float* x, const float* W, const float* b, float* y, int B,
                       const ConvGeometry& g) {
   check_context(ctx, B, g, "conv_forward_gpu");
-  require_pointer(x, "x", "conv_forward_gpu");
-  require_pointer(W, "W", "conv_forward_gpu");
-  require_pointer(b, "b", "conv_forward_gpu");
-  require_pointer(y, "y", "conv_forward_gpu");
+  require_pointers("conv_forward_gpu", {{x, "x"}, {W, "W"}, {b, "b"}, {y, "y"}});
   const Scratch ws = scratch(ctx, B, g);
   const int P = g.out_h() * g.out_w(), R = patch_size(g);
   // TODO(Task 5.3): conv forward: Image: for each n, im2col of x[n] into U, then y[n] = W U^T (gemm with trans_b), then one bias kernel; Batch: im2col of the batch, Ypix = U W^T, then pixels_to_channels(Ypix, b, y)
@@ -155,9 +152,7 @@ void conv_forward_gpu(const ConvContext& ctx, const float* x, const float* W, co
 void conv_backward_input_gpu(const ConvContext& ctx, const float* dy, const float* W, float* dx, int B,
                              const ConvGeometry& g) {
   check_context(ctx, B, g, "conv_backward_input_gpu");
-  require_pointer(dy, "dy", "conv_backward_input_gpu");
-  require_pointer(W, "W", "conv_backward_input_gpu");
-  require_pointer(dx, "dx", "conv_backward_input_gpu");
+  require_pointers("conv_backward_input_gpu", {{dy, "dy"}, {W, "W"}, {dx, "dx"}});
   const Scratch ws = scratch(ctx, B, g);
   const int P = g.out_h() * g.out_w(), R = patch_size(g);
   // TODO(Task 5.4): conv input gradient: each patch's gradient dU = dy^T W (a GEMM), then col2im adds every patch's share back into dx; per image (Image) or for the whole batch on dYpix (Batch)
@@ -171,9 +166,7 @@ void conv_backward_input_gpu(const ConvContext& ctx, const float* dy, const floa
 void conv_backward_weight_gpu(const ConvContext& ctx, const float* x, const float* dy, float* dW, int B,
                               const ConvGeometry& g) {
   check_context(ctx, B, g, "conv_backward_weight_gpu");
-  require_pointer(x, "x", "conv_backward_weight_gpu");
-  require_pointer(dy, "dy", "conv_backward_weight_gpu");
-  require_pointer(dW, "dW", "conv_backward_weight_gpu");
+  require_pointers("conv_backward_weight_gpu", {{x, "x"}, {dy, "dy"}, {dW, "dW"}});
   const Scratch ws = scratch(ctx, B, g);
   const int P = g.out_h() * g.out_w(), R = patch_size(g);
   // TODO(Task 5.5): conv weight gradient dW = sum over the batch of dy U: Image: im2col of x[n], then dW += dy[n] U_n (beta 0 for the first image, 1 after); Batch: im2col of the batch, dYpix, then dW = dYpix^T U in split-K chunks
@@ -194,8 +187,7 @@ __global__ void __launch_bounds__(kReduceThreads) conv_bias_grad_kernel(const fl
 void conv_backward_bias_gpu(const float* dy, float* db, int B, const ConvGeometry& g, cudaStream_t stream) {
   g.check();
   require_batch(B, "conv_backward_bias_gpu");
-  require_pointer(dy, "dy", "conv_backward_bias_gpu");
-  require_pointer(db, "db", "conv_backward_bias_gpu");
+  require_pointers("conv_backward_bias_gpu", {{dy, "dy"}, {db, "db"}});
   // TODO(Task 5.6): launch conv_bias_grad_kernel with one block of kReduceThreads threads per output channel
   throw course::NotImplemented("Task 5.6", "05_im2col_gemm/conv_gpu.cu", "docs/lessons/05_im2col_gemm.md");
 }

@@ -43,8 +43,7 @@ __global__ void col2im_kernel(const float* __restrict__ dU, int B, ConvGeometry 
 void im2col_gpu(const float* x, int B, const ConvGeometry& g, float* U, cudaStream_t stream) {
   g.check();
   require_batch(B, "im2col_gpu");
-  require_pointer(x, "x", "im2col_gpu");
-  require_pointer(U, "U", "im2col_gpu");
+  require_pointers("im2col_gpu", {{x, "x"}, {U, "U"}});
   // TODO(Task 5.1): launch im2col_kernel with one thread per element of U (unrolled_floats(B, g) of them)
   throw course::NotImplemented("Task 5.1", "05_im2col_gemm/im2col.cu", "docs/lessons/05_im2col_gemm.md");
 }
@@ -52,8 +51,7 @@ void im2col_gpu(const float* x, int B, const ConvGeometry& g, float* U, cudaStre
 void col2im_gpu(const float* dU, int B, const ConvGeometry& g, float* dx, cudaStream_t stream) {
   g.check();
   require_batch(B, "col2im_gpu");
-  require_pointer(dU, "dU", "col2im_gpu");
-  require_pointer(dx, "dx", "col2im_gpu");
+  require_pointers("col2im_gpu", {{dU, "dU"}, {dx, "dx"}});
   // TODO(Task 5.2): launch col2im_kernel with one thread per element of dx (B * C_in * H * W of them)
   throw course::NotImplemented("Task 5.2", "05_im2col_gemm/im2col.cu", "docs/lessons/05_im2col_gemm.md");
 }

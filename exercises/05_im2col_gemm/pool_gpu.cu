@@ -27,9 +27,7 @@ __global__ void maxpool_backward_kernel(const float* __restrict__ dy, const int*
 void maxpool_forward_gpu(const float* x, float* y, int* argmax, int B, const PoolGeometry& g, cudaStream_t stream) {
   g.check();
   require_batch(B, "maxpool_forward_gpu");
-  require_pointer(x, "x", "maxpool_forward_gpu");
-  require_pointer(y, "y", "maxpool_forward_gpu");
-  require_pointer(argmax, "argmax", "maxpool_forward_gpu");
+  require_pointers("maxpool_forward_gpu", {{x, "x"}, {y, "y"}, {argmax, "argmax"}});
   // TODO(Task 5.7): launch maxpool_forward_kernel with one thread per output (B * g.out_size() of them)
   throw course::NotImplemented("Task 5.7", "05_im2col_gemm/pool_gpu.cu", "docs/lessons/05_im2col_gemm.md");
 }
@@ -38,9 +36,7 @@ void maxpool_backward_gpu(const float* dy, const int* argmax, float* dx, int B, 
                           cudaStream_t stream) {
   g.check();
   require_batch(B, "maxpool_backward_gpu");
-  require_pointer(dy, "dy", "maxpool_backward_gpu");
-  require_pointer(argmax, "argmax", "maxpool_backward_gpu");
-  require_pointer(dx, "dx", "maxpool_backward_gpu");
+  require_pointers("maxpool_backward_gpu", {{dy, "dy"}, {argmax, "argmax"}, {dx, "dx"}});
   // TODO(Task 5.8): launch maxpool_backward_kernel with one thread per input cell (B * g.in_size() of them)
   throw course::NotImplemented("Task 5.8", "05_im2col_gemm/pool_gpu.cu", "docs/lessons/05_im2col_gemm.md");
 }
@@ -86,8 +82,7 @@ __global__ void avgpool_backward_kernel(const float* __restrict__ dy, float* __r
 void avgpool_forward_gpu(const float* x, float* y, int B, const PoolGeometry& g, cudaStream_t stream) {
   g.check("average-pool");
   require_batch(B, "avgpool_forward_gpu");
-  require_pointer(x, "x", "avgpool_forward_gpu");
-  require_pointer(y, "y", "avgpool_forward_gpu");
+  require_pointers("avgpool_forward_gpu", {{x, "x"}, {y, "y"}});
   const long n = static_cast<long>(B) * g.out_size();
   avgpool_forward_kernel<<<blocks_for(n), kElementwiseThreads, 0, stream>>>(x, y, B, g);
   CUDA_CHECK_LAUNCH();
@@ -96,8 +91,7 @@ void avgpool_forward_gpu(const float* x, float* y, int B, const PoolGeometry& g,
 void avgpool_backward_gpu(const float* dy, float* dx, int B, const PoolGeometry& g, cudaStream_t stream) {
   g.check("average-pool");
   require_batch(B, "avgpool_backward_gpu");
-  require_pointer(dy, "dy", "avgpool_backward_gpu");
-  require_pointer(dx, "dx", "avgpool_backward_gpu");
+  require_pointers("avgpool_backward_gpu", {{dy, "dy"}, {dx, "dx"}});
   const long n = static_cast<long>(B) * g.in_size();
   avgpool_backward_kernel<<<blocks_for(n), kElementwiseThreads, 0, stream>>>(dy, dx, B, g);
   CUDA_CHECK_LAUNCH();

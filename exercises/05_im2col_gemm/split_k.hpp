@@ -24,7 +24,8 @@
 /// starting up and writing its partial than on its products. cuBLAS makes the
 /// same split inside one call when it sees this shape. Kernels 1 to 5 have no
 /// one-launch split, so for them the product is left whole (split_k_chunks
-/// returns 1); stage 07's kernels have one (gemm_has_k_slices()).
+/// returns 1); kernel 6 and any added kernel that honours k_slice have one
+/// (gemm_has_k_slices()).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -37,7 +38,7 @@ constexpr int kSplitKRows = 256;
 constexpr int kDefaultSplitK = 256;
 
 /// How many chunks to split a sum of K terms into: 1 unless the kernel has a one-launch
-/// split (gemm_has_k_slices(): kernel 6, stage 07's), max_chunks > 1 and K > kSplitKRows;
+/// split (gemm_has_k_slices(): kernel 6, and added kernels that honour k_slice), max_chunks > 1 and K > kSplitKRows;
 /// then ceil(K / kSplitKRows) capped at max_chunks.
 int split_k_chunks(int gemm_kernel, long K, int max_chunks);
 

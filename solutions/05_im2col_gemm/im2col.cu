@@ -77,8 +77,7 @@ __global__ void col2im_kernel(const float* __restrict__ dU, int B, ConvGeometry 
 void im2col_gpu(const float* x, int B, const ConvGeometry& g, float* U, cudaStream_t stream) {
   g.check();
   require_batch(B, "im2col_gpu");
-  require_pointer(x, "x", "im2col_gpu");
-  require_pointer(U, "U", "im2col_gpu");
+  require_pointers("im2col_gpu", {{x, "x"}, {U, "U"}});
   // BEGIN Task 5.1: launch im2col_kernel with one thread per element of U (unrolled_floats(B, g) of them)
   const long n = static_cast<long>(unrolled_floats(B, g));
   im2col_kernel<<<blocks_for(n), kElementwiseThreads, 0, stream>>>(x, B, g, U);
@@ -89,8 +88,7 @@ void im2col_gpu(const float* x, int B, const ConvGeometry& g, float* U, cudaStre
 void col2im_gpu(const float* dU, int B, const ConvGeometry& g, float* dx, cudaStream_t stream) {
   g.check();
   require_batch(B, "col2im_gpu");
-  require_pointer(dU, "dU", "col2im_gpu");
-  require_pointer(dx, "dx", "col2im_gpu");
+  require_pointers("col2im_gpu", {{dU, "dU"}, {dx, "dx"}});
   // BEGIN Task 5.2: launch col2im_kernel with one thread per element of dx (B * C_in * H * W of them)
   const long n = static_cast<long>(B) * g.in_size();
   col2im_kernel<<<blocks_for(n), kElementwiseThreads, 0, stream>>>(dU, B, g, dx);

@@ -11,6 +11,7 @@
 #include "01_fc_softmax/network.hpp"
 #include "common/checkpoint.hpp"
 #include "gpu_testkit.hpp"
+#include "mlp_comparison.hpp"
 #include "mlp_engine.hpp"
 
 using namespace course;
@@ -26,15 +27,6 @@ EngineConfig config_for(const std::string& spec, Shape3 input, int batch) {
   cfg.batch = batch;
   cfg.seed = 23;
   return cfg;
-}
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no std::invalid_argument thrown)";
 }
 
 }  // namespace

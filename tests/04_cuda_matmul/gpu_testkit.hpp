@@ -1,5 +1,6 @@
-// Helpers shared by the stage 04 tests: skipping without a GPU, device copies,
-// and a comparison that reports the worst element against atol + rtol * |ref|.
+// Helpers shared by the stage 04 tests: random inputs, the device helpers of
+// tests/support/gpu_buffers.hpp (skipping without a GPU, device copies, poisoned
+// outputs), and a comparison that reports the worst element against atol + rtol * |ref|.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,14 +14,8 @@
 #include "common/cuda_check.hpp"
 #include "common/gradcheck.hpp"
 #include "common/rng.hpp"
+#include "gpu_buffers.hpp"
 #include "tensor_check.hpp"
-
-/// Skips the test, printing why, when no CUDA GPU can be used.
-#define SKIP_WITHOUT_GPU()                                     \
-  do {                                                         \
-    std::string why_;                                          \
-    if (!::course::gpu_available(&why_)) GTEST_SKIP() << why_; \
-  } while (0)
 
 namespace course::gputest {
 
@@ -39,31 +34,6 @@ inline std::vector<float> random_away_from_zero(std::size_t n, std::uint64_t see
   for (auto& x : v)
     if (std::fabs(x) < gap) x = static_cast<float>(x < 0 ? x - gap : x + gap);
   return v;
-}
-
-/// A device copy of a host vector (an empty vector gives an empty buffer).
-template <typename T>
-DeviceBuffer<T> to_device(const std::vector<T>& host) {
-  DeviceBuffer<T> d;
-  if (!host.empty()) d.upload(host);
-  return d;
-}
-
-/// n elements of device memory with every byte 0xFF: NaN as floats, -1 as ints, 255 as bytes.
-/// An output element the code under test forgets to write keeps it and fails the comparison.
-template <typename T>
-DeviceBuffer<T> poisoned(std::size_t n) {
-  DeviceBuffer<T> d(n);
-  if (n) CUDA_CHECK(cudaMemset(d.get(), 0xFF, n * sizeof(T)));
-  return d;
-}
-
-/// A host copy of a device buffer. It waits for all GPU work first, on every stream, so that
-/// an error of an earlier launch throws here, in the test that caused it.
-template <typename T>
-std::vector<T> to_host(const DeviceBuffer<T>& d) {
-  CUDA_CHECK(cudaDeviceSynchronize());
-  return d.size() ? d.download() : std::vector<T>();
 }
 
 /// How far `got` is from `ref`: the relative error of the whole tensor and the worst element.

@@ -18,6 +18,7 @@
 #include "01_fc_softmax/network.hpp"
 #include "01_fc_softmax/train.hpp"
 #include "gpu_testkit.hpp"
+#include "mlp_comparison.hpp"
 #include "mlp_engine.hpp"
 #include "tensor_check.hpp"
 
@@ -41,39 +42,6 @@ EngineConfig config_for(const std::string& spec, const Dataset& d, int batch, co
   cfg.seed = 29;
   cfg.loss = loss;
   return cfg;
-}
-
-// He-scaled weights and small non-zero biases, in model order.
-std::vector<NamedTensor> test_weights(const EngineConfig& cfg, std::uint64_t seed) {
-  Network<float> net(cfg.arch, cfg.input, cfg.classes);
-  Rng rng(seed, 3);
-  std::vector<NamedTensor> out;
-  for (Param<float>* p : net.params()) {
-    Tensor t(p->value.shape);
-    if (t.shape.size() == 2) {
-      rng.fill_normal(t.ptr(), t.size(), std::sqrt(2.0 / t.shape[1]));
-    } else {
-      for (auto& b : t.data) b = static_cast<float>(rng.uniform(-0.1, 0.1));
-    }
-    out.push_back({p->name, std::move(t)});
-  }
-  return out;
-}
-
-Network<float> cpu_network(const EngineConfig& cfg, const std::vector<NamedTensor>& weights) {
-  Network<float> net(cfg.arch, cfg.input, cfg.classes);
-  const auto params = net.params();
-  for (std::size_t i = 0; i < params.size(); ++i) params[i]->value.data = weights[i].tensor.data;
-  return net;
-}
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no std::invalid_argument thrown)";
 }
 
 }  // namespace
@@ -105,12 +73,7 @@ TEST(Stage04_SigmoidOutput, PracticeNetworkTrainsLikeStage01) {
   EXPECT_NEAR(g.abs_error_sum, c.abs_error_sum, 1e-4 * std::fabs(c.abs_error_sum))
       << "summed absolute errors (the MAE's numerator): GPU (first), stage 01 (second)";
   EXPECT_LE(std::labs(g.correct - c.correct), 1) << "correct predictions: GPU " << g.correct << ", CPU " << c.correct;
-  const std::vector<NamedTensor> got = gpu.get_parameters();
-  const auto want = cpu.params();
-  ASSERT_EQ(got.size(), want.size());
-  for (std::size_t i = 0; i < got.size(); ++i)
-    EXPECT_TRUE(close_enough(got[i].name + " after 12 steps (expected: stage 01's)", got[i].tensor.data,
-                             want[i]->value.data, testkit::parameter_shape(got[i].tensor.shape), 1e-3, 0.0, 1e-4));
+  expect_same_parameters(gpu, cpu, "after 12 steps", 1e-3, 1e-4);
 }
 
 // Evaluation: 77 examples (two batches of 32 and one of 13), the loss, the MAE and the
@@ -119,28 +82,16 @@ TEST(Stage04_SigmoidOutput, EvaluateMatchesStage01) {
   SKIP_WITHOUT_GPU();
   const Dataset test = make_synthetic(77, kFeatures, 3, 33);
   const EngineConfig cfg = config_for(kPractice, test, 32);
-  const std::vector<NamedTensor> weights = test_weights(cfg, 34);
-  GpuEngine gpu = mlp_engine(cfg, kGemmCublas, weights);
-  std::vector<int> gpu_predictions;
-  const EpochStats g = gpu.evaluate(test, &gpu_predictions);
-  Network<float> cpu = cpu_network(cfg, weights);
-  std::vector<int> cpu_predictions;
-  const EpochStats c = evaluate(cpu, test, cfg, &cpu_predictions);
+  BothEvaluated both = evaluate_both(cfg, test_weights(cfg, 34), test);
+  const EpochStats &g = both.gpu_stats, &c = both.cpu_stats;
   ASSERT_EQ(g.seen, 77);
   EXPECT_NEAR(g.loss_sum, c.loss_sum, 1e-5 * std::fabs(c.loss_sum) + 1e-7);
   EXPECT_NEAR(g.abs_error_sum, c.abs_error_sum, 1e-5 * std::fabs(c.abs_error_sum) + 1e-7)
       << "summed absolute errors of the test set: GPU (first), stage 01 (second)";
   // Every example's MAE is below 1 with outputs in (0, 1) and one-hot targets.
   EXPECT_LT(g.abs_error_sum, 77.0);
-  ASSERT_EQ(gpu_predictions.size(), 77u);
-  for (int i = 0; i < 77; ++i) {
-    if (gpu_predictions[static_cast<std::size_t>(i)] == cpu_predictions[static_cast<std::size_t>(i)]) continue;
-    const float* a = cpu.forward(test.image(i), 1);
-    const float gap =
-        std::fabs(a[gpu_predictions[static_cast<std::size_t>(i)]] - a[cpu_predictions[static_cast<std::size_t>(i)]]);
-    EXPECT_LT(gap, 1e-5f) << "example " << i << ": GPU predicts " << gpu_predictions[static_cast<std::size_t>(i)]
-                          << ", CPU " << cpu_predictions[static_cast<std::size_t>(i)];
-  }
+  ASSERT_EQ(both.gpu_predictions.size(), 77u);
+  expect_same_predictions(both.cpu, test, both.gpu_predictions, both.cpu_predictions, 1e-5f);
 }
 
 // The slope reaches the kernels: with leaky0.3 the GPU's loss is stage 01's with 0.3, not

@@ -15,6 +15,7 @@
 #include "01_fc_softmax/network.hpp"
 #include "01_fc_softmax/train.hpp"
 #include "gpu_testkit.hpp"
+#include "mlp_comparison.hpp"
 #include "mlp_engine.hpp"
 #include "tensor_check.hpp"
 
@@ -37,41 +38,6 @@ EngineConfig config_for(const std::string& spec, const Dataset& d, int batch,
   return cfg;
 }
 
-// He-scaled weights and small non-zero biases (so the bias paths matter), in model order.
-std::vector<NamedTensor> test_weights(const EngineConfig& cfg, std::uint64_t seed) {
-  Network<float> net(cfg.arch, cfg.input, cfg.classes);
-  Rng rng(seed, 3);
-  std::vector<NamedTensor> out;
-  for (Param<float>* p : net.params()) {
-    Tensor t(p->value.shape);
-    if (t.shape.size() == 2) {
-      rng.fill_normal(t.ptr(), t.size(), std::sqrt(2.0 / t.shape[1]));
-    } else {
-      for (auto& b : t.data) b = static_cast<float>(rng.uniform(-0.1, 0.1));
-    }
-    out.push_back({p->name, std::move(t)});
-  }
-  return out;
-}
-
-Network<float> cpu_network(const EngineConfig& cfg, const std::vector<NamedTensor>& weights) {
-  Network<float> net(cfg.arch, cfg.input, cfg.classes);
-  const auto params = net.params();
-  for (std::size_t i = 0; i < params.size(); ++i) params[i]->value.data = weights[i].tensor.data;
-  return net;
-}
-
-// Every parameter of the GPU engine against the CPU network's.
-void expect_same_parameters(GpuEngine& gpu, Network<float>& cpu, double max_abs, double max_rel_norm) {
-  const std::vector<NamedTensor> got = gpu.get_parameters();
-  const auto want = cpu.params();
-  ASSERT_EQ(got.size(), want.size());
-  for (std::size_t i = 0; i < got.size(); ++i)
-    EXPECT_TRUE(close_enough(got[i].name + " after training (expected: stage 01's)", got[i].tensor.data,
-                             want[i]->value.data, testkit::parameter_shape(got[i].tensor.shape), max_abs, 0.0,
-                             max_rel_norm));
-}
-
 // One epoch of `steps` batches on both sides; the last batch is 5 examples short.
 void train_both_and_compare(const std::string& spec, const std::string& loss, int steps, int batch, double max_abs,
                             double max_rel_norm) {
@@ -91,7 +57,7 @@ void train_both_and_compare(const std::string& spec, const std::string& loss, in
   EXPECT_LE(std::labs(g.correct - c.correct), 1)
       << "correct predictions during the epoch: the GPU counted " << g.correct << ", stage 01 " << c.correct
       << " (one may differ, a near-tie)";
-  expect_same_parameters(gpu, cpu, max_abs, max_rel_norm);
+  expect_same_parameters(gpu, cpu, "after training", max_abs, max_rel_norm);
 }
 
 }  // namespace
@@ -123,26 +89,14 @@ TEST(Task4_10_GpuTraining, EvaluateMatchesStage01) {
   SKIP_WITHOUT_GPU();
   const Dataset test = make_synthetic(77, {1, 28, 28}, 10, 4);
   const EngineConfig cfg = config_for("fc256,relu,fc128,relu,fc10", test, 32);
-  const std::vector<NamedTensor> weights = test_weights(cfg, 6);
-  GpuEngine gpu = mlp_engine(cfg, kGemmCublas, weights);
-  std::vector<int> gpu_predictions;
-  const EpochStats g = gpu.evaluate(test, &gpu_predictions);
-
-  Network<float> cpu = cpu_network(cfg, weights);
-  std::vector<int> cpu_predictions;
-  const EpochStats c = evaluate(cpu, test, cfg, &cpu_predictions);
+  BothEvaluated both = evaluate_both(cfg, test_weights(cfg, 6), test);
+  const EpochStats &g = both.gpu_stats, &c = both.cpu_stats;
+  const std::vector<int>& gpu_predictions = both.gpu_predictions;
   ASSERT_EQ(g.seen, 77) << "examples the GPU evaluated";
   ASSERT_EQ(gpu_predictions.size(), 77u) << "predictions the GPU returned";
   EXPECT_NEAR(g.loss_sum, c.loss_sum, 1e-4 * std::fabs(c.loss_sum))
       << "summed test loss: GPU (first) against stage 01 (second)";
-  for (int i = 0; i < 77; ++i) {
-    if (gpu_predictions[static_cast<std::size_t>(i)] == cpu_predictions[static_cast<std::size_t>(i)]) continue;
-    const float* z = cpu.forward(test.image(i), 1);
-    const float gap =
-        std::fabs(z[gpu_predictions[static_cast<std::size_t>(i)]] - z[cpu_predictions[static_cast<std::size_t>(i)]]);
-    EXPECT_LT(gap, 1e-4f) << "example " << i << ": GPU predicts " << gpu_predictions[static_cast<std::size_t>(i)]
-                          << ", CPU " << cpu_predictions[static_cast<std::size_t>(i)] << ", logits " << gap << " apart";
-  }
+  expect_same_predictions(both.cpu, test, gpu_predictions, both.cpu_predictions, 1e-4f);
   long correct = 0;
   for (int i = 0; i < 77; ++i)
     correct += gpu_predictions[static_cast<std::size_t>(i)] == test.labels[static_cast<std::size_t>(i)];

@@ -16,10 +16,10 @@ TEST(Task4_5_RegisterTiled, MatchesCublasOnLargeSizes) {
   expect_matches_cublas(kGemmRegisterTiled, large_gemm_shapes());
 }
 
-// Split-K in one launch (stage 05 uses it for conv weight gradients): the partial
-// products of the slices of K add up to the whole product, for every operand layout
-// and for slices that do not divide K or the 16-deep tile. Every partial is written
-// (they start as NaN), and nothing past the last one.
+// Split-K in one launch (for a small C and a long K, such as a conv layer's weight
+// gradient): the partial products of the slices of K add up to the whole product,
+// for every operand layout and for slices that do not divide K or the 16-deep tile.
+// Every partial is written (they start as NaN), and nothing past the last one.
 TEST(Task4_5_RegisterTiled, SlicesOfKAddUpToTheProduct) {
   SKIP_WITHOUT_GPU();
   constexpr float kSentinel = 12345.f;

@@ -130,7 +130,7 @@ constexpr int kAvgBatch = 8, kAvgExamples = 19 * 8 + 5;  // 20 steps, the last o
 
 // 20 SGD steps of stage 05's engine against stage 02's CPU engine from the same
 // weights on the same batches, with the comparisons' shared tolerances
-// (tests/support/cnn_comparison.hpp, as stages 06 and 08 use them: parameters
+// (tests/support/cnn_comparison.hpp, the same for every GPU CNN: parameters
 // 5e-4 + 1e-3 |cpu|, loss 1e-4 relative). Measured on the CPU, the parameters
 // move up to 0.02 in these steps: 40 times the tolerance.
 TEST(Stage05_AvgPool, EngineMatchesStage02AfterTwentySteps) {

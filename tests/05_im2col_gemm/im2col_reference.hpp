@@ -10,11 +10,12 @@
 
 namespace course::s05test {
 
-/// U [B*Ho*Wo, C_in*K*K]: U[(n*Ho + oh)*Wo + ow][(ci*K + kh)*K + kw] = x[n][ci][oh*S-P+kh][ow*S-P+kw], 0 off the image.
-template <typename T>
-std::vector<T> im2col_reference(const std::vector<T>& x, int B, const ConvGeometry& g) {
+/// Calls f(u, i) for every entry U[u] of the unrolled matrix U [B*Ho*Wo, C_in*K*K] that
+/// im2col copies from an input value x[i] (x [B, C_in, H, W]): U[(n*Ho + oh)*Wo + ow][(ci*K + kh)*K + kw]
+/// holds x[n][ci][oh*S-P+kh][ow*S-P+kw]; the entries off the image (padding) are skipped.
+template <typename F>
+void for_each_patch_entry(int B, const ConvGeometry& g, F f) {
   const int Ho = g.out_h(), Wo = g.out_w(), K = g.K, R = g.C_in * K * K;
-  std::vector<T> U(static_cast<std::size_t>(B) * Ho * Wo * R, T(0));
   for (int n = 0; n < B; ++n)
     for (int oh = 0; oh < Ho; ++oh)
       for (int ow = 0; ow < Wo; ++ow)
@@ -24,26 +25,22 @@ std::vector<T> im2col_reference(const std::vector<T>& x, int B, const ConvGeomet
               const int ih = oh * g.S - g.P + kh, iw = ow * g.S - g.P + kw;
               if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
               const long row = (static_cast<long>(n) * Ho + oh) * Wo + ow;
-              U[row * R + (ci * K + kh) * K + kw] = x[((static_cast<long>(n) * g.C_in + ci) * g.H + ih) * g.W + iw];
+              f(row * R + (ci * K + kh) * K + kw, ((static_cast<long>(n) * g.C_in + ci) * g.H + ih) * g.W + iw);
             }
+}
+
+/// U [B*Ho*Wo, C_in*K*K]: U[(n*Ho + oh)*Wo + ow][(ci*K + kh)*K + kw] = x[n][ci][oh*S-P+kh][ow*S-P+kw], 0 off the image.
+template <typename T>
+std::vector<T> im2col_reference(const std::vector<T>& x, int B, const ConvGeometry& g) {
+  std::vector<T> U(static_cast<std::size_t>(B) * g.out_h() * g.out_w() * g.C_in * g.K * g.K, T(0));
+  for_each_patch_entry(B, g, [&](long u, long i) { U[u] = x[i]; });
   return U;
 }
 
 /// dx [B, C_in, H, W]: every entry of dU added to the input value im2col copied into it.
 inline std::vector<double> col2im_reference(const std::vector<double>& dU, int B, const ConvGeometry& g) {
-  const int Ho = g.out_h(), Wo = g.out_w(), K = g.K, R = g.C_in * K * K;
   std::vector<double> dx(static_cast<std::size_t>(B) * g.in_size(), 0.0);
-  for (int n = 0; n < B; ++n)
-    for (int oh = 0; oh < Ho; ++oh)
-      for (int ow = 0; ow < Wo; ++ow)
-        for (int ci = 0; ci < g.C_in; ++ci)
-          for (int kh = 0; kh < K; ++kh)
-            for (int kw = 0; kw < K; ++kw) {
-              const int ih = oh * g.S - g.P + kh, iw = ow * g.S - g.P + kw;
-              if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
-              const long row = (static_cast<long>(n) * Ho + oh) * Wo + ow;
-              dx[((static_cast<long>(n) * g.C_in + ci) * g.H + ih) * g.W + iw] += dU[row * R + (ci * K + kh) * K + kw];
-            }
+  for_each_patch_entry(B, g, [&](long u, long i) { dx[i] += dU[u]; });
   return dx;
 }
 

@@ -4,10 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdio>
-#include <fstream>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -24,6 +24,7 @@
 #include "05_im2col_gemm/split_k.hpp"
 #include "common/trainer.hpp"
 #include "stage05_support.hpp"
+#include "trainer_run.hpp"
 
 using namespace course;
 using namespace course::s05test;
@@ -267,25 +268,11 @@ TEST(Stage05_SplitK, MatchesOneGemmForAnySplit) {
 
 namespace {
 nlohmann::json run_stage05_trainer(std::vector<std::string> args, const GpuCnnOptions& options, int* exit_code) {
-  const std::string json_path = ::testing::TempDir() + "s05_trainer_test.json";
-  std::remove(json_path.c_str());
-  args.insert(args.begin(), "s05_train_solution");
-  for (const char* a : {"--json", json_path.c_str(), "--no-progress"}) args.push_back(a);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(&a[0]);
   const StageInfo stage{"05_im2col_gemm", "Stage 05 (test)"};
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  *exit_code = run_trainer(static_cast<int>(argv.size()), argv.data(), stage, [&](const EngineConfig& cfg) {
-    return std::make_unique<GpuEngine>(cfg, std::make_unique<CnnStep>(cfg, options));
-  });
-  const std::string out = ::testing::internal::GetCapturedStdout(), err = ::testing::internal::GetCapturedStderr();
-  std::ifstream in(json_path);
-  if (!in) {
-    ADD_FAILURE() << "the trainer wrote no JSON; its output:\n" << out << err;
-    return {};
-  }
-  return nlohmann::json::parse(in);
+  return trainer_run::run_for_json(
+      stage,
+      [&](const EngineConfig& cfg) { return std::make_unique<GpuEngine>(cfg, std::make_unique<CnnStep>(cfg, options)); },
+      "s05_train_solution", std::move(args), exit_code);
 }
 
 void expect_learns(const nlohmann::json& j, const std::string& what) {

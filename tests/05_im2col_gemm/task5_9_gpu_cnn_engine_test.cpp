@@ -45,16 +45,10 @@ constexpr int kSteps = 20;
 constexpr int kClasses = 10;
 constexpr double kLr = 0.01;  // where 20 steps do not branch (above)
 
+/// The comparisons' settings (tests/support/cnn_comparison.hpp) at kLr, with this file's seed.
 EngineConfig config(const std::string& spec, Shape3 input, int batch, const std::string& loss = "cross-entropy") {
-  EngineConfig cfg;
-  cfg.arch = parse_arch(spec);
-  cfg.input = input;
-  cfg.classes = kClasses;
-  cfg.batch = batch;
-  cfg.lr = kLr;
-  cfg.momentum = 0.9;
+  EngineConfig cfg = testkit::comparison_config(spec, input, batch, kLr, loss);
   cfg.seed = 7;
-  cfg.loss = loss;
   return cfg;
 }
 

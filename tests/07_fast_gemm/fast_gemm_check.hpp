@@ -41,17 +41,21 @@
 
 #include "04_cuda_matmul/gemm.hpp"
 #include "07_fast_gemm/fast_gemm.hpp"
+#include "07_fast_gemm/fast_gemm_kernels.hpp"
 #include "common/cuda_check.hpp"
 #include "common/rng.hpp"
+#include "gpu_buffers.hpp"
 #include "tensor_check.hpp"
 
-#ifndef SKIP_WITHOUT_GPU
-#define SKIP_WITHOUT_GPU()                                     \
-  do {                                                         \
-    std::string why_;                                          \
-    if (!::course::gpu_available(&why_)) GTEST_SKIP() << why_; \
+/// Skips the test, saying why, without a Hopper GPU (compute capability 9.0) and a build for it:
+/// `who_needs` names the kernels ("kernel 13 needs"), `fallback` what runs instead.
+#define SKIP_WITHOUT_HOPPER(who_needs, fallback)                                                      \
+  do {                                                                                                \
+    SKIP_WITHOUT_GPU();                                                                               \
+    if (!::course::wgmma_available())                                                                 \
+      GTEST_SKIP() << who_needs << " a Hopper GPU (compute capability 9.0) and a build with 90 among " \
+                   << "CMAKE_CUDA_ARCHITECTURES; here " << fallback;                                  \
   } while (0)
-#endif
 
 namespace course::s07test {
 

@@ -14,13 +14,7 @@
 using namespace course;
 using namespace course::s07test;
 
-#define SKIP_WITHOUT_WGMMA()                                                                              \
-  do {                                                                                                    \
-    SKIP_WITHOUT_GPU();                                                                                   \
-    if (!wgmma_available())                                                                               \
-      GTEST_SKIP() << "kernel 13 needs a Hopper GPU (compute capability 9.0) and a build with 90 among "  \
-                      "CMAKE_CUDA_ARCHITECTURES; here it hands every product to kernel 12";              \
-  } while (0)
+#define SKIP_WITHOUT_WGMMA() SKIP_WITHOUT_HOPPER("kernel 13 needs", "it hands every product to kernel 12")
 
 TEST(Task7_8_Wgmma, EveryShapeClassAndLayout) {
   SKIP_WITHOUT_WGMMA();

@@ -14,13 +14,7 @@
 using namespace course;
 using namespace course::s07test;
 
-#define SKIP_WITHOUT_TMA()                                                                               \
-  do {                                                                                                   \
-    SKIP_WITHOUT_GPU();                                                                                  \
-    if (!wgmma_available())                                                                              \
-      GTEST_SKIP() << "kernels 15 and 16 need a Hopper GPU (compute capability 9.0) and a build with 90 " \
-                      "among CMAKE_CUDA_ARCHITECTURES; here they hand every product to kernels 11 and 12"; \
-  } while (0)
+#define SKIP_WITHOUT_TMA() SKIP_WITHOUT_HOPPER("kernels 15 and 16 need", "they hand every product to kernels 11 and 12")
 
 TEST(Stage07_TmaTf32, EveryShapeClassAndLayout) {
   SKIP_WITHOUT_TMA();

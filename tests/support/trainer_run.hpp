@@ -5,9 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "common/engine.hpp"
 #include "common/trainer.hpp"
@@ -30,6 +35,25 @@ inline RunResult run_in_process(const StageInfo& stage, const EngineFactory& mak
   r.out = ::testing::internal::GetCapturedStdout();
   r.err = ::testing::internal::GetCapturedStderr();
   return r;
+}
+
+/// run_in_process with `--json <file> --no-progress` added, `program` first: the JSON the trainer
+/// wrote, or an empty one and a test failure that shows its output when it wrote none. The
+/// file is TempDir()/<program>_test.json. Its exit status goes to *exit_code.
+inline nlohmann::json run_for_json(const StageInfo& stage, const EngineFactory& make, const std::string& program,
+                                   std::vector<std::string> args, int* exit_code) {
+  const std::string json_path = ::testing::TempDir() + program + "_test.json";
+  std::remove(json_path.c_str());
+  args.insert(args.begin(), program);
+  for (const char* a : {"--json", json_path.c_str(), "--no-progress"}) args.push_back(a);
+  const RunResult r = run_in_process(stage, make, std::move(args));
+  *exit_code = r.code;
+  std::ifstream in(json_path);
+  if (!in) {
+    ADD_FAILURE() << "the trainer wrote no JSON; its output:\n" << r.out << r.err;
+    return {};
+  }
+  return nlohmann::json::parse(in);
 }
 
 /// Passes when both lists hold the same tensors, names, shapes and every bit of every value.
