@@ -9,7 +9,7 @@ later stage MM > NN when it holds
   * "stage MM" or "stages .. MM .."    stage 09, Stage 9, stages 06 and 08, stages 04 to 09
   * MM's targets and test suites       s09_train_solution, Stage08_Engine
   * one of MM's tasks                  Task 8.3, Task8_3_
-  * a class that only MM declares      CudnnEngine, FusedEngine (CamelCase names, declared in one stage)
+  * a class that only MM declares      CudnnStep, FusedStep (CamelCase names, declared in one stage)
   * a header that only MM has          #include "fused_kernels.hpp"
 
 Known violations, until they are mended, are listed in tools/stage_order_allowlist.txt ("path: mention",

@@ -13,9 +13,10 @@
 // as the trainer queues them, through UseManualTime; items are images.
 #include <benchmark/benchmark.h>
 
+#include <memory>
 #include <string>
 
-#include "08_fused/fused_engine.hpp"
+#include "08_fused/fused_step.hpp"
 #include "benchmarks/support/gpu_benchmark.hpp"
 #include "common/data.hpp"
 
@@ -34,7 +35,9 @@ void train_steps(benchmark::State& state, const std::string& model, const course
     cfg.classes = 10;
     cfg.batch = kBatch;
     const course::Dataset data = course::make_synthetic(64 * kBatch, cfg.input, cfg.classes, 1);
-    course::FusedEngine engine(cfg, options);
+    const std::unique_ptr<course::GpuEngine> owned = course::make_fused_engine(cfg, options);
+    course::GpuEngine& engine = *owned;
+    const course::FusedStep& step = course::fused_step(engine);
     int epoch = 0, next = 0;
     engine.begin_epoch(data, epoch);
     auto roll_over = [&] {
@@ -54,10 +57,10 @@ void train_steps(benchmark::State& state, const std::string& model, const course
     engine.end_epoch();
     state.SetItemsProcessed(state.iterations() * kBatch);
     state.SetLabel(model + " batch " + std::to_string(kBatch) + " on 1x28x28, " +
-                   (engine.early_launch_enabled() ? "kernels launched early, " : "") +
-                   (engine.persistent_enabled() ? "1 persistent kernel of " + std::to_string(engine.persistent_grid()) + " blocks"
-                    : engine.graph_enabled()    ? "CUDA graph of " + std::to_string(engine.graph_nodes()) + " kernels"
-                                                : std::to_string(engine.kernels_per_step()) + " kernels, uncaptured"));
+                   (step.early_launch_enabled() ? "kernels launched early, " : "") +
+                   (step.persistent_enabled() ? "1 persistent kernel of " + std::to_string(step.persistent_grid()) + " blocks"
+                    : engine.graph_enabled()  ? "CUDA graph of " + std::to_string(engine.graph_nodes()) + " kernels"
+                                              : std::to_string(step.kernels_per_step()) + " kernels, uncaptured"));
   });
 }
 

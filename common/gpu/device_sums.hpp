@@ -33,12 +33,12 @@ class DeviceLossSlots {
   DeviceLossSlots& operator=(const DeviceLossSlots&) = delete;
 
   /// Queues, after the work queued so far on the stream, a copy of the running sum into `slot`.
-  /// After copied_by_the_step(), only the slot's event: the step has written the copy itself.
+  /// With copied_by_the_step(true), only the slot's event: the step has written the copy itself.
   void record(int slot);
-  /// From now on each training step writes its own copy, from a kernel it runs anyway (a fused
+  /// true: from now on each training step writes its own copy, from a kernel it runs anyway (a fused
   /// update, say), into device_slots()[step % count()], with `step` the step's
   /// index in its epoch, which is `slot` of record(): no kernel of its own after each step.
-  void copied_by_the_step() { copied_by_the_step_ = true; }
+  void copied_by_the_step(bool yes) { copied_by_the_step_ = yes; }
   /// The slots as the device addresses them (pinned host memory mapped into the device).
   double* device_slots() const { return device_; }
   /// Waits for the copy into `slot` (for the GPU to reach it) and returns it.

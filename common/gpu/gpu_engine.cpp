@@ -41,7 +41,8 @@ GpuEngine::GpuEngine(const EngineConfig& cfg, std::unique_ptr<StepModel> step, c
     : cfg_(checked(cfg)), step_(std::move(step)), options_(options), start_(starting_values(*step_, initial)) {
   for (const std::string& row : step_->layer_rows()) profiler_.add_row(row);
   gather_row_ = profiler_.add_row("batch gather");
-  loss_row_ = profiler_.add_row("loss (" + cfg_.loss + ")");
+  // A step that runs whole steps computes its loss inside a layer's kernel, and times it there.
+  if (!step_->runs_whole_steps()) loss_row_ = profiler_.add_row("loss (" + cfg_.loss + ")");
   update_row_ = profiler_.add_row("sgd update");
 
   params_.upload(start_);
@@ -74,7 +75,15 @@ std::vector<LayerTime> GpuEngine::layer_times() const {
   return cfg_.profile ? profiler_.times() : std::vector<LayerTime>();
 }
 
-nlohmann::json GpuEngine::stage_results() const { return step_->stage_results(); }
+nlohmann::json GpuEngine::stage_results() const {
+  nlohmann::json results = step_->stage_results();
+  if (results.is_object()) {  // what the engine adds to a step's own
+    results["graph"] = graph_enabled();
+    results["graph_nodes"] = graph_nodes();
+    results["graph_replays"] = graph_replays_;
+  }
+  return results;
+}
 
 // ---- the training step ----------------------------------------------------------------------
 
@@ -92,18 +101,43 @@ StepContext GpuEngine::context(DeviceSums& sums, bool training) {
   ctx.profiler = &profiler_;
   ctx.recording = recording_ && training;
   ctx.sync = training ? sync_ : nullptr;
+  ctx.parts = &parts_;
   return ctx;
 }
 
+void GpuEngine::update_parts(bool update) {
+  parts_.images = epoch_.started() ? epoch_.data().images.get() : nullptr;
+  parts_.labels = epoch_.started() ? epoch_.data().labels.get() : nullptr;
+  parts_.order = epoch_.started() ? epoch_.order() : nullptr;
+  parts_.step = epoch_.step();
+  parts_.batch = cfg_.batch;
+  parts_.x = batch_.get();
+  parts_.y = batch_labels_.get();
+  DeviceLossSlots& slots = sums_.loss_slots(stream(), kLossCheckLag + 1);
+  parts_.loss_slots = slots.device_slots();
+  parts_.loss_slot_count = slots.count();
+  parts_.update = update;
+  parts_.gather_row = gather_row_;
+  parts_.update_row = update_row_;
+}
+
 void GpuEngine::queue_step(int B, DeviceSums& sums, bool update) {
+  update_parts(update);
   const StepContext ctx = context(sums, /*training=*/true);
+  if (whole_steps()) {
+    step_->train_step(ctx, parts_, B);
+    return;
+  }
   const DeviceDataset& data = epoch_.data();
   ctx.time(gather_row_, Pass::Forward, [&] {
     gather_batch_at_device_step(data.images.get(), data.labels.get(), epoch_.order(), epoch_.step(), cfg_.batch, B,
                                 cfg_.input.size(), batch_.get(), batch_labels_.get(), stream());
   });
   const float* logits = step_->forward(ctx, batch_.get(), B);
-  ctx.time(loss_row_, Pass::Forward, [&] { step_->loss(ctx, logits, batch_labels_.get(), B, nullptr); });
+  if (loss_row_ == kNoRow)
+    step_->loss(ctx, logits, batch_labels_.get(), B, nullptr);
+  else
+    ctx.time(loss_row_, Pass::Forward, [&] { step_->loss(ctx, logits, batch_labels_.get(), B, nullptr); });
   step_->backward(ctx, B);
   if (sync_ != nullptr) sync_->before_update(stream());  // also in the warm-up: the hooks' work joins the stream
   if (update) queue_update(ctx);
@@ -112,11 +146,14 @@ void GpuEngine::queue_step(int B, DeviceSums& sums, bool update) {
 void GpuEngine::queue_update(const StepContext& ctx) {
   ctx.time(update_row_, Pass::Backward, [&] {
     step_->update(ctx);
-    advance_device_step(epoch_.step(), stream());
+    if (!step_->update_ends_step()) advance_device_step(epoch_.step(), stream());
   });
 }
 
-void GpuEngine::prepare(int B) { step_->prepare(context(scratch_sums_, /*training=*/false), B); }
+void GpuEngine::prepare(int B) {
+  update_parts(/*update=*/true);
+  step_->prepare(context(scratch_sums_, /*training=*/false), B);
+}
 
 void GpuEngine::run_captured() {
   const GraphKey key{epoch_.data().images.get(), epoch_.data().labels.get(), epoch_.order(),
@@ -158,6 +195,8 @@ void GpuEngine::begin_epoch(const Dataset& train, int epoch) {
 
 void GpuEngine::begin_epoch_in_order(const Dataset& train, const std::vector<int>& order) {
   epoch_.begin(train, order, cfg_.input, cfg_.classes, sums_, stream());
+  // A step that runs whole steps copies the running loss into its slot itself.
+  sums_.loss_slots(stream(), kLossCheckLag + 1).copied_by_the_step(whole_steps() || step_->update_ends_step());
   // Every batch size of the epoch is prepared now, outside the steps: the full
   // batches and, when the set does not divide evenly, the last one.
   const int size = epoch_.size();

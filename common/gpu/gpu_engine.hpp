@@ -16,7 +16,9 @@
 /// (StepModel::prepare: descriptors, algorithms, a workspace), never inside a capture.
 /// A training step queues, on the engine's stream: the gather of the batch the device's
 /// step counter names, the step model's forward, loss and backward, the GradientSync
-/// hooks when there are any, the update and the counter's advance. With the graph on
+/// hooks when there are any, the update and the counter's advance; or, for a step model that
+/// runs whole steps (StepModel::train_step, stage 08) and no GradientSync, the step model's
+/// own kernels, which do the gather, the counter and the loss check's copy. With the graph on
 /// (the default, where the step model is capturable), the first full batch records that
 /// sequence as a CUDA graph and every full batch replays it, until the learning rate or
 /// an address in it changes (the data, the order, StepModel::captured_memory()) (under a schedule: at each epoch's first full batch, recorded
@@ -81,11 +83,12 @@ class GpuEngine : public Engine {
   /// The SGD velocity of every parameter, in model order ("fc1.weight.velocity", ...), for checkpoints.
   std::vector<NamedTensor> get_optimizer_state() override;
   void set_optimizer_state(const std::vector<NamedTensor>& state) override;
-  /// With EngineConfig::profile: every layer's GPU time, then rows for the gather, the loss and the update.
+  /// With EngineConfig::profile: every layer's GPU time, then rows for the gather, the loss (not for a
+  /// step that runs whole steps: its loss is a layer's) and the update.
   std::vector<LayerTime> layer_times() const override;
   void reset_layer_times() override { profiler_.reset(); }
-  /// With --loss mse the step models' loss also adds up the absolute errors.
-  bool reports_mae() const override { return true; }
+  /// With --loss mse: whether the step model's loss also adds up the absolute errors.
+  bool reports_mae() const override { return step_->adds_absolute_errors(); }
   /// The step model's StepModel::stage_results().
   nlohmann::json stage_results() const override;
   /// The step model's StepModel::nondeterminism().
@@ -101,6 +104,8 @@ class GpuEngine : public Engine {
   std::size_t parameter_count() const { return params_.size(); }
   /// True when full batches are replayed as a CUDA graph (on, capturable, and not profiling).
   bool graph_enabled() const { return options_.graph && step_->capturable() && !cfg_.profile; }
+  /// True when training steps are the step model's whole steps (StepModel::train_step): it runs them and has no GradientSync.
+  bool whole_steps() const { return step_->runs_whole_steps() && sync_ == nullptr; }
   /// Training steps run as graph replays since construction.
   long graph_replays() const { return graph_replays_; }
   /// Nodes of the captured step (0 before the first capture).
@@ -152,6 +157,8 @@ class GpuEngine : public Engine {
   /// `initial` (or step's initial_parameters()), flat, checked against step's layout.
   static std::vector<float> starting_values(const StepModel& step, const std::vector<NamedTensor>& initial);
   StepContext context(DeviceSums& sums, bool training);
+  /// parts_ as they stand now (the epoch's data, the step counter, the loss slots).
+  void update_parts(bool update);
   void queue_step(int B, DeviceSums& sums, bool update);
   void queue_update(const StepContext& ctx);
   void run_captured();
@@ -174,6 +181,7 @@ class GpuEngine : public Engine {
   EpochOrderAhead orders_;  ///< the next epoch's order, shuffled on the host while this epoch runs
   DeviceDataset eval_data_;
   GradientSync* sync_ = nullptr;
+  EngineStepParts parts_;  ///< what StepContext::parts points to
 
   StepCapture graph_;
   GraphKey graph_key_;
@@ -181,7 +189,8 @@ class GpuEngine : public Engine {
   long graph_replays_ = 0;
 
   GpuProfiler profiler_;  ///< one row per layer, then gather, loss, update
-  std::size_t gather_row_ = 0, loss_row_ = 0, update_row_ = 0;
+  static constexpr std::size_t kNoRow = static_cast<std::size_t>(-1);
+  std::size_t gather_row_ = 0, loss_row_ = kNoRow, update_row_ = 0;
   bool recording_ = false;
 };
 

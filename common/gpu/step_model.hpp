@@ -31,6 +31,23 @@
 
 namespace course {
 
+/// What the engine does around a step model's layers in a training step, for a step model
+/// that does it inside its own kernels instead (StepModel::train_step: stage 08 gathers the
+/// batch in its first kernel, and copies the running loss and advances the counter in its last).
+struct EngineStepParts {
+  const float* images = nullptr;  ///< [N, D]: the training set on the device (null outside an epoch)
+  const int* labels = nullptr;    ///< [N]
+  const int* order = nullptr;     ///< [N]: the epoch's order; batch s is order[s * batch, s * batch + B)
+  int* step = nullptr;            ///< [1]: the step counter s, which the gather reads and the step advances
+  int batch = 0;                  ///< the full batch
+  float* x = nullptr;             ///< [batch, D]: the engine's batch buffer, where a gather may write
+  int* y = nullptr;               ///< [batch]
+  double* loss_slots = nullptr;   ///< after the step, the running loss sum goes to loss_slots[s % loss_slot_count]
+  int loss_slot_count = 0;        ///< (pinned host memory mapped into the device: DeviceLossSlots)
+  bool update = true;             ///< false: the warm-up pass before a capture: no update, the counter untouched
+  std::size_t gather_row = 0, update_row = 0;  ///< the --profile rows of the gather and the update
+};
+
 /// What the engine hands a step model for one batch.
 struct StepContext {
   cudaStream_t stream = nullptr;
@@ -44,6 +61,7 @@ struct StepContext {
   GpuProfiler* profiler = nullptr;
   bool recording = false;      ///< inside a profiled training step
   GradientSync* sync = nullptr;
+  const EngineStepParts* parts = nullptr;  ///< the engine's part of a training step (StepModel::train_step)
 
   /// Runs `work`, timed for --profile as profile row `row` (a layer's index) in `pass`.
   template <typename Work>
@@ -89,6 +107,22 @@ class StepModel {
   /// An address a captured step holds that prepare() may change (a workspace that grows for a new
   /// batch size); when it changes, the engine captures the step again. The default: none.
   virtual const void* captured_memory() const { return nullptr; }
+
+  /// Whether the step model runs whole training steps itself, the engine's parts of them included
+  /// (train_step()). The engine then calls train_step() for every training step without a GradientSync;
+  /// with one (data parallelism needs the gradients whole in ctx.grads), it runs the step its own way.
+  virtual bool runs_whole_steps() const { return false; }
+  /// With runs_whole_steps(): queues one training step of B examples: the gather of batch *parts.step
+  /// (into the step's own memory or parts.x), forward, the loss into ctx.sums, backward and, when
+  /// parts.update, the update, the copy of the running loss sum into its slot and *parts.step += 1.
+  /// Profiled like the engine's own (ctx.time, with parts.gather_row and parts.update_row).
+  virtual void train_step(const StepContext& ctx, const EngineStepParts& parts, int B);
+  /// Whether update() also ends the step as the engine would after it: copies the running loss sum
+  /// (ctx.sums) into ctx.parts->loss_slots[s % count] and advances the step counter s, *ctx.parts->step
+  /// (stage 08's update does both in its one kernel: two kernels fewer a step).
+  virtual bool update_ends_step() const { return false; }
+  /// Whether loss() adds the absolute errors of --loss mse to ctx.sums (Engine::reports_mae()).
+  virtual bool adds_absolute_errors() const { return true; }
 
   /// Whether a training step may be captured into a CUDA graph (it launches nothing that a capture forbids).
   virtual bool capturable() const { return true; }

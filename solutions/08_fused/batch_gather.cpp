@@ -2,13 +2,13 @@
 /// @brief Stage 08: the batch gather as a phase launched on its own, and its traffic (glue, not a task).
 #include "08_fused/batch_gather.hpp"
 
-#include "06_cudnn/step_graph.hpp"
+#include "common/gpu/device_epoch.hpp"
 
 namespace course {
 
 void batch_gather_gpu(const GatherArgs& a, cudaStream_t stream, bool /*early*/) {
-  gather_batch_at_step_gpu(a.images, a.labels, a.order, a.step, a.batch, a.B, static_cast<long>(a.D), a.x, a.y,
-                           stream);
+  gather_batch_at_device_step(a.images, a.labels, a.order, a.step, a.batch, a.B, static_cast<long>(a.D), a.x, a.y,
+                              stream);
 }
 
 KernelTraffic phase_traffic(const GatherArgs& a) {

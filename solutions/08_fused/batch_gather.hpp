@@ -9,8 +9,8 @@
 namespace course {
 
 /// The batch gather as a phase of the persistent kernel: x[r] = images[e] (D floats)
-/// and y[r] = labels[e] for r < B, with e = order[*step * batch + r] (stage 06's
-/// gather_batch_at_step_gpu, which the CUDA graph runs).
+/// and y[r] = labels[e] for r < B, with e = order[*step * batch + r] (the engine's
+/// gather_batch_at_device_step, common/gpu/device_epoch.hpp).
 struct GatherArgs {
   const float* images;
   const int* labels;
@@ -23,7 +23,7 @@ struct GatherArgs {
   int blocks;
 };
 
-/// Queues the gather of `a` on `stream` as stage 06's kernel, which does not wait programmatically for the
+/// Queues the gather of `a` on `stream` as the engine's kernel, which does not wait programmatically for the
 /// kernel before it: `early` is ignored.
 void batch_gather_gpu(const GatherArgs& a, cudaStream_t stream = 0, bool early = false);
 

@@ -18,7 +18,9 @@
 /// GradientSync hooks in its step (common/gpu/gradient_sync.hpp), a way to start an
 /// epoch on a given list of examples (begin_epoch_in_order()), and a step for a
 /// rank without examples. The one GPU engine (common/gpu/gpu_engine.hpp) has them,
-/// whatever step model it drives: stage 06's cuDNN step by default.
+/// whatever step model it drives: stage 08's fused step by default (whose whole steps
+/// the engine then runs its own way, with the gradients whole; alone, a rank runs them
+/// whole, as stage 08 does).
 ///
 /// Around the steps: the epoch's loss sum and correct count, and the
 /// evaluation of the test set (each rank evaluates a slice), are summed over

@@ -18,7 +18,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "08_fused/fused_engine.hpp"
+#include "08_fused/fused_step.hpp"
 #include "common/cuda_check.hpp"
 #include "common/trainer.hpp"
 
@@ -64,19 +64,20 @@ int main(int argc, char** argv) {
         options.persistent = persistent;
         options.early_launch = early_launch == "on";
         options.dense_chain = dense_chain == "on";
-        auto engine = std::make_unique<course::FusedEngine>(cfg, options);
-        std::cout << "fused step: " << engine->kernels_per_step() << " kernel" << (engine->kernels_per_step() == 1 ? "" : "s")
+        auto engine = course::make_fused_engine(cfg, options);
+        const course::FusedStep& step = course::fused_step(*engine);
+        std::cout << "fused step: " << step.kernels_per_step() << " kernel" << (step.kernels_per_step() == 1 ? "" : "s")
                   << " per step, ";
-        if (engine->persistent_enabled())
-          std::cout << "one persistent kernel of " << engine->persistent_grid() << " blocks";
+        if (step.persistent_enabled())
+          std::cout << "one persistent kernel of " << step.persistent_grid() << " blocks";
         else if (engine->graph_enabled())
           std::cout << "one CUDA graph replay per full batch";
         else
           std::cout << (cfg.profile ? "launched one by one (--profile times every kernel)" : "launched one by one");
-        if (engine->early_launch_enabled()) std::cout << ", each kernel launched early";
-        if (engine->dense_chain_enabled()) std::cout << ", the dense chain (thread block clusters)";
+        if (step.early_launch_enabled()) std::cout << ", each kernel launched early";
+        if (step.dense_chain_enabled()) std::cout << ", the dense chain (thread block clusters)";
         std::cout << "\n";
-        if (cfg.verbose) std::cout << engine->step_table();
+        if (cfg.verbose) std::cout << step.step_table();
         return engine;
       },
       extra_options);

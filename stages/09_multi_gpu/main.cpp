@@ -1,14 +1,14 @@
 // Stage 09 trainer: data-parallel training on NCCL, one process per GPU, each rank
-// the one GPU engine (common/gpu/gpu_engine.hpp) on a step model: stage 06's cuDNN
-// step by default, or, with --step, stage 05's im2col + GEMM step or stage 07's fast
-// GEMMs on it. --batch is the global batch in every case.
+// the one GPU engine (common/gpu/gpu_engine.hpp) on a step model: stage 08's fused
+// step by default (the fastest), or, with --step, stage 06's cuDNN step, stage 05's
+// im2col + GEMM step or stage 07's fast GEMMs on it. --batch is the global batch in every case.
 //
 //   s09_train_solution --model cnn --epochs 10                    one GPU, no launcher (rank 0 of 1)
 //   s09_train_solution --model cnn --gpus 2 --batch 128           two processes, 64 examples each per step
 //   s09_train_solution --model cnn --gpus 1 --spawn               the multi-process path, on one GPU
 //   s09_train_solution --model cnn --gpus 2 --allreduce flat      one all-reduce after the backward pass
 //   s09_train_solution --model cnn --gpus 2 --profile --epochs 1  per-layer times, and the all-reduce's
-//   s09_train_solution --model cnn --gpus 2 --step fast-gemm      stage 07's GEMMs on each rank, not cuDNN
+//   s09_train_solution --model cnn --gpus 2 --step cudnn          stage 06's cuDNN step on each rank
 //   mpirun -np 2 s09_train_solution --model cnn --nccl-id-file /shared/run.id   ranks started by Open MPI
 //   s09_train_exercise --model cnn                                your code, from exercises/
 #include <unistd.h>
@@ -28,6 +28,7 @@
 
 #include "05_im2col_gemm/cnn_step.hpp"
 #include "06_cudnn/cudnn_step.hpp"
+#include "08_fused/fused_step.hpp"
 #include "07_fast_gemm/fast_gemm_step.hpp"
 #include "common/multi_gpu/bootstrap.hpp"
 #include "09_multi_gpu/communicator.hpp"
@@ -75,7 +76,7 @@ int launch(int argc, char** argv, const course::MultiGpuOptions& mg) {
 }
 
 // The step models a rank can run (--step), the default first.
-const std::vector<std::string> kSteps = {"cudnn", "im2col", "fast-gemm"};
+const std::vector<std::string> kSteps = {"fused", "cudnn", "im2col", "fast-gemm"};
 
 std::string step_names() {
   std::string names;
@@ -86,6 +87,14 @@ std::string step_names() {
 // A rank's step model for its share `local` of the run, and what it prints about it.
 std::unique_ptr<course::StepModel> make_step(const std::string& name, const course::EngineConfig& local,
                                              const course::MultiGpuOptions& mg, std::string* about) {
+  if (name == "fused") {
+    *about = "step: fused (stage 08: a few fused kernels a step; the specs stage 08 fuses)\n";
+    try {
+      return std::make_unique<course::FusedStep>(local);
+    } catch (const std::invalid_argument& e) {  // a spec stage 08 does not fuse: say what runs it
+      throw std::invalid_argument(std::string(e.what()) + " (--step cudnn runs any spec)");
+    }
+  }
   if (name == "cudnn") {
     *about = "step: cudnn (stage 06: cuDNN and cuBLAS)\nconv algorithms: " + mg.conv_algos + "\n";
     return std::make_unique<course::CudnnStep>(local, course::parse_algo_rule(mg.conv_algos));
@@ -157,8 +166,9 @@ int main(int argc, char** argv) {
   const auto stage_options = [&](CLI::App& app) {
     course::add_multi_gpu_options(app, mg, place);
     app.add_option("--step", step_name,
-                   "The step model each rank trains: cudnn (stage 06's cuDNN and cuBLAS), im2col (stage 05's "
-                   "im2col + GEMM) or fast-gemm (stage 05's step on stage 07's fastest FP32 kernel)")
+                   "The step model each rank trains: fused (stage 08's fused kernels: the fastest, for the specs "
+                   "stage 08 fuses), cudnn (stage 06's cuDNN and cuBLAS: any spec), im2col (stage 05's im2col + "
+                   "GEMM) or fast-gemm (stage 05's step on stage 07's fastest FP32 kernel)")
         ->check([](const std::string& name) {
           for (const std::string& s : kSteps)
             if (name == s) return std::string();

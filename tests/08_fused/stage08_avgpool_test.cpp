@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "08_fused/fused_engine.hpp"
+#include "08_fused/fused_step.hpp"
 #include "08_fused/fused_plan.hpp"
 
 using namespace course;
@@ -40,7 +40,7 @@ TEST(Stage08_AvgPool, RefusedNamingTheLayerAndTheStagesThatRunIt) {
   EngineConfig cfg;
   cfg.arch = parse_arch("conv8k3p1,relu,avgpool2,flatten,fc10");
   cfg.input = {1, 12, 12};
-  EXPECT_THROW(FusedEngine::plan(cfg), std::invalid_argument);
+  EXPECT_THROW(FusedStep::plan(cfg), std::invalid_argument);
 }
 
 // Forward x -> y and backward dy -> dx: one kernel each way, nothing recorded (a

@@ -1,4 +1,4 @@
-// Stage 08 end to end: the fused engine trains like the CPU stages (20 steps of the
+// Stage 08 end to end: the one GPU engine on the fused step trains like the CPU stages (20 steps of the
 // CNN land on stage 02's parameters), with the graph, without it and persistent the
 // same bits, every layer kind it fuses, the learning-rate schedule reaching the
 // captured step, profiles per fused layer, and its step's kernel table.
@@ -13,7 +13,7 @@
 
 #include "01_fc_softmax/cpu_engine.hpp"
 #include "02_conv_pool/cnn.hpp"
-#include "08_fused/fused_engine.hpp"
+#include "08_fused/fused_step.hpp"
 #include "cnn_comparison.hpp"
 #include "common/data.hpp"
 #include "s08_support.hpp"
@@ -30,6 +30,18 @@ using testkit::kStepsLossRtol;
 using testkit::kStepsParamAtol;
 using testkit::kStepsParamRtol;
 using testkit::spread_parameters;
+
+/// The one GPU engine on the fused step, as these tests hold it.
+class Fused {
+ public:
+  explicit Fused(const EngineConfig& cfg, const FusedOptions& options = {}, const std::vector<NamedTensor>& initial = {})
+      : engine_(make_fused_engine(cfg, options, initial)) {}
+  GpuEngine* operator->() { return engine_.get(); }
+  const FusedStep& step() const { return fused_step(*engine_); }
+
+ private:
+  std::unique_ptr<GpuEngine> engine_;
+};
 
 void expect_same_bits(const std::vector<NamedTensor>& p, const std::vector<NamedTensor>& q, const std::string& context) {
   ASSERT_EQ(p.size(), q.size()) << context;
@@ -53,11 +65,11 @@ void expect_matches_cpu(const std::string& spec, Shape3 input, int batch, int ex
   const Dataset test = make_synthetic(100, input, classes, 6);
   EngineConfig cfg = comparison_config(spec, input, batch, lr, loss);
   cfg.classes = classes;
-  FusedEngine gpu(cfg, options, initial);
-  const std::vector<NamedTensor> start = gpu.get_parameters();
-  const EpochStats got = gpu.train_epoch(train, 0, {});
+  Fused gpu(cfg, options, initial);
+  const std::vector<NamedTensor> start = gpu->get_parameters();
+  const EpochStats got = gpu->train_epoch(train, 0, {});
   std::vector<int> got_predictions;
-  const EpochStats got_test = gpu.evaluate(test, &got_predictions);
+  const EpochStats got_test = gpu->evaluate(test, &got_predictions);
   CpuEngine cpu(cfg, make_cnn_layer<float>);
   cpu.set_parameters(start);
   const EpochStats want = cpu.train_epoch(train, 0, {});
@@ -70,7 +82,7 @@ void expect_matches_cpu(const std::string& spec, Shape3 input, int batch, int ex
   int differ = 0;
   for (std::size_t i = 0; i < want_predictions.size(); ++i) differ += got_predictions.at(i) != want_predictions[i];
   EXPECT_LE(differ, 1) << context << ": test predictions differ beyond a near tie";
-  const std::vector<NamedTensor> trained = cpu.get_parameters(), mine = gpu.get_parameters();
+  const std::vector<NamedTensor> trained = cpu.get_parameters(), mine = gpu->get_parameters();
   ASSERT_EQ(mine.size(), trained.size()) << context;
   bool moved = false;
   for (std::size_t i = 0; i < trained.size(); ++i) {
@@ -135,7 +147,7 @@ TEST(Stage08_Engine, DenseChainMatchesStage01OnOtherMlps) {
   const std::string deep = "fc100,tanh,fc37,leaky,fc50,sigmoid,fc24,softplus,fc10";
   for (const auto& [spec, input] : {std::pair<std::string, Shape3>{deep, {1, 28, 28}}, {"fc33,relu,fc20,fc10", {3, 5, 7}},
                                     {"fc10", {1, 6, 6}}})
-    EXPECT_TRUE(FusedEngine(comparison_config(spec, input, 8)).dense_chain_enabled()) << spec << " runs as the chain";
+    EXPECT_TRUE(Fused(comparison_config(spec, input, 8)).step().dense_chain_enabled()) << spec << " runs as the chain";
   expect_matches_cpu(deep, {1, 28, 28}, 16, 12 * 16 + 5, "cross-entropy", {}, 0.05);
   expect_matches_cpu("fc33,relu,fc20,fc10", {3, 5, 7}, 100, 3 * 100 + 7, "cross-entropy", {}, 0.05);
   expect_matches_cpu("fc33,softplus,fc10", {3, 5, 7}, 5, 9 * 5 + 2, "mse", {}, 0.05);
@@ -157,26 +169,26 @@ TEST(Stage08_Engine, MlpStepIsTheDenseChainsTwoKernels) {
   SKIP_WITHOUT_GPU();
   const Dataset train = make_synthetic(1000, {1, 28, 28}, 10, 101);
   const EngineConfig cfg = comparison_config(named_model_spec("mlp"), {1, 28, 28}, 64);
-  FusedEngine with_graph(cfg), without(cfg, FusedOptions{false, false});
-  ASSERT_TRUE(with_graph.dense_chain_enabled()) << "an sm_90 GPU runs clusters";
-  EXPECT_EQ(with_graph.kernels_per_step(), 2);
+  Fused with_graph(cfg), without(cfg, FusedOptions{false, false});
+  ASSERT_TRUE(with_graph.step().dense_chain_enabled()) << "an sm_90 GPU runs clusters";
+  EXPECT_EQ(with_graph.step().kernels_per_step(), 2);
   for (int epoch = 0; epoch < 2; ++epoch) {
-    const EpochStats a = with_graph.train_epoch(train, epoch, {});
-    const EpochStats b = without.train_epoch(train, epoch, {});
+    const EpochStats a = with_graph->train_epoch(train, epoch, {});
+    const EpochStats b = without->train_epoch(train, epoch, {});
     EXPECT_EQ(a.correct, b.correct) << "epoch " << epoch;
     EXPECT_NEAR(a.loss_sum, b.loss_sum, 1e-9 * b.loss_sum) << "epoch " << epoch << " (summed with atomics)";
   }
-  EXPECT_EQ(with_graph.graph_nodes(), 2u) << "the chain and its update";
-  expect_same_bits(with_graph.get_parameters(), without.get_parameters(), "the chain, graph against plain launches");
-  const nlohmann::json j = with_graph.stage_results();
+  EXPECT_EQ(with_graph->graph_nodes(), 2u) << "the chain and its update";
+  expect_same_bits(with_graph->get_parameters(), without->get_parameters(), "the chain, graph against plain launches");
+  const nlohmann::json j = with_graph->stage_results();
   ASSERT_EQ(j.at("step").at("kernels").size(), 2u);
   EXPECT_EQ(j.at("step").at("kernels")[0].at("kernel"), "dense chain (clusters)");
   EXPECT_EQ(j.at("step").at("kernels")[1].at("kernel"), "dense chain update");
-  EXPECT_FALSE(FusedEngine(comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64)).dense_chain_enabled());
-  EXPECT_FALSE(FusedEngine(cfg, FusedOptions{false, true}).dense_chain_enabled()) << "persistent";
+  EXPECT_FALSE(Fused(comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64)).step().dense_chain_enabled());
+  EXPECT_FALSE(Fused(cfg, FusedOptions{false, true}).step().dense_chain_enabled()) << "persistent";
   EngineConfig profiled = cfg;
   profiled.profile = true;
-  EXPECT_FALSE(FusedEngine(profiled).dense_chain_enabled()) << "--profile times Tasks 8.4 to 8.7's kernels";
+  EXPECT_FALSE(Fused(profiled).step().dense_chain_enabled()) << "--profile times Tasks 8.4 to 8.7's kernels";
 }
 
 // The graph changes how a step is launched, not what it computes: the same kernels in
@@ -186,37 +198,83 @@ TEST(Stage08_Engine, GraphAndPlainLaunchesGiveTheSameBits) {
   SKIP_WITHOUT_GPU();
   const Dataset train = make_synthetic(1000, {1, 28, 28}, 10, 101);
   const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64);
-  FusedEngine with_graph(cfg, FusedOptions{true, false}), without(cfg, FusedOptions{false, false});
+  Fused with_graph(cfg, FusedOptions{true, false}), without(cfg, FusedOptions{false, false});
   for (int epoch = 0; epoch < 2; ++epoch) {
-    const EpochStats a = with_graph.train_epoch(train, epoch, {});
-    const EpochStats b = without.train_epoch(train, epoch, {});
+    const EpochStats a = with_graph->train_epoch(train, epoch, {});
+    const EpochStats b = without->train_epoch(train, epoch, {});
     EXPECT_EQ(a.correct, b.correct) << "epoch " << epoch;
     EXPECT_NEAR(a.loss_sum, b.loss_sum, 1e-9 * b.loss_sum) << "epoch " << epoch << " (summed with atomics)";
   }
-  EXPECT_EQ(with_graph.graph_replays(), 30) << "15 full batches an epoch, each one replay";
-  EXPECT_EQ(with_graph.graph_nodes(), 9u) << "gather, 3 forward, the head, 3 backward, the update";
-  EXPECT_EQ(with_graph.kernels_per_step(), 9);
-  EXPECT_EQ(without.graph_replays(), 0);
-  expect_same_bits(with_graph.get_parameters(), without.get_parameters(), "graph against plain launches");
+  EXPECT_EQ(with_graph->graph_replays(), 30) << "15 full batches an epoch, each one replay";
+  EXPECT_EQ(with_graph->graph_nodes(), 9u) << "gather, 3 forward, the head, 3 backward, the update";
+  EXPECT_EQ(with_graph.step().kernels_per_step(), 9);
+  EXPECT_EQ(without->graph_replays(), 0);
+  expect_same_bits(with_graph->get_parameters(), without->get_parameters(), "graph against plain launches");
 }
 
-// The learning rate lives in device memory: a schedule's new rate reaches the captured
-// step without a new capture, exactly as it reaches the plain launches.
+/// A GradientSync that only counts its calls: with one, the engine runs the step its own way, as data parallelism does.
+class CountingSync : public GradientSync {
+ public:
+  void gradients_queued(const GradientRange& range, cudaStream_t) override {
+    ++queued;
+    values += range.size();
+  }
+  void before_update(cudaStream_t) override { ++updates; }
+  long queued = 0, updates = 0;
+  std::size_t values = 0;
+};
+
+// Under data parallelism the all-reduce needs every gradient whole in the engine's buffer, so
+// the engine runs the step its own way (its gather, then forward, loss, backward, update), and
+// backward() adds each layer's partial sums into the buffer as the layer finishes. Those sums
+// run in the order the fused update adds them, so both ways end with the same bits; the hooks
+// see every layer once a step queued, its whole gradient.
+TEST(Stage08_Engine, TheEnginesWayTrainsTheSameBitsAsWholeSteps) {
+  SKIP_WITHOUT_GPU();
+  const Dataset train = make_synthetic(1000, {1, 28, 28}, 10, 103);  // 15 batches of 64 and one of 40
+  FusedOptions chain_off;  // the chain runs only as whole steps: compare what the engine's way runs
+  chain_off.dense_chain = false;
+  for (const std::string model : {"cnn", "mlp"}) {
+    const EngineConfig cfg = comparison_config(named_model_spec(model), {1, 28, 28}, 64);
+    Fused whole(cfg, chain_off), engines_way(cfg, chain_off);
+    CountingSync sync;
+    engines_way->set_gradient_sync(&sync);
+    EXPECT_TRUE(whole->whole_steps()) << model;
+    EXPECT_FALSE(engines_way->whole_steps()) << model << ": a GradientSync needs the gradients whole";
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      const EpochStats a = whole->train_epoch(train, epoch, {});
+      const EpochStats b = engines_way->train_epoch(train, epoch, {});
+      EXPECT_EQ(a.correct, b.correct) << model << ", epoch " << epoch;
+      EXPECT_NEAR(a.loss_sum, b.loss_sum, 1e-9 * a.loss_sum) << model << ", epoch " << epoch;
+    }
+    // The hooks run as a step is queued: a replay of the captured step repeats what they queued.
+    const auto steps_queued = static_cast<std::size_t>(sync.updates);
+    EXPECT_GT(steps_queued, 0u) << model;
+    EXPECT_EQ(static_cast<std::size_t>(sync.queued), steps_queued * whole.step().layers().size())
+        << model << ": every layer once a step";
+    EXPECT_EQ(sync.values, steps_queued * engines_way->parameter_count()) << model << ": every gradient value once a step";
+    EXPECT_GT(engines_way->graph_replays(), 0) << model << ": the engine's way is captured too";
+    expect_same_bits(whole->get_parameters(), engines_way->get_parameters(), model + ", the engine's way");
+  }
+}
+
+// The learning rate lives in device memory, where the update reads it: a schedule's new
+// rate reaches the captured step (which the engine captures anew) as it reaches the plain launches.
 TEST(Stage08_Engine, TheLearningRateScheduleReachesTheCapturedStep) {
   SKIP_WITHOUT_GPU();
   const Dataset train = make_synthetic(6 * 64, {1, 28, 28}, 10, 102);
   const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64, 0.05);
-  FusedEngine with_graph(cfg, FusedOptions{true, false}), without(cfg, FusedOptions{false, false}), fixed(cfg);
+  Fused with_graph(cfg, FusedOptions{true, false}), without(cfg, FusedOptions{false, false}), fixed(cfg);
   for (int epoch = 0; epoch < 3; ++epoch) {
     const double lr = 0.05 / (epoch + 1);
-    with_graph.set_learning_rate(lr);
-    without.set_learning_rate(lr);
-    with_graph.train_epoch(train, epoch, {});
-    without.train_epoch(train, epoch, {});
-    fixed.train_epoch(train, epoch, {});
+    with_graph->set_learning_rate(lr);
+    without->set_learning_rate(lr);
+    with_graph->train_epoch(train, epoch, {});
+    without->train_epoch(train, epoch, {});
+    fixed->train_epoch(train, epoch, {});
   }
-  expect_same_bits(with_graph.get_parameters(), without.get_parameters(), "a new rate every epoch");
-  const auto p = with_graph.get_parameters(), q = fixed.get_parameters();
+  expect_same_bits(with_graph->get_parameters(), without->get_parameters(), "a new rate every epoch");
+  const auto p = with_graph->get_parameters(), q = fixed->get_parameters();
   std::size_t differ = 0;
   for (std::size_t k = 0; k < p[0].tensor.size(); ++k) differ += p[0].tensor.data[k] != q[0].tensor.data[k];
   EXPECT_GT(differ, 0u) << "the rates of epochs 2 and 3 changed nothing: the captured step kept the first";
@@ -227,10 +285,10 @@ TEST(Stage08_Engine, EvaluateMatchesStage02) {
   SKIP_WITHOUT_GPU();
   const Dataset test = make_synthetic(300, {1, 28, 28}, 10, 6);
   const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64);
-  FusedEngine gpu(cfg);
+  Fused gpu(cfg);
   CpuEngine cpu(cfg, make_cnn_layer<float>);
   std::vector<int> got_pred, want_pred;
-  const EpochStats got = gpu.evaluate(test, &got_pred), want = cpu.evaluate(test, &want_pred);
+  const EpochStats got = gpu->evaluate(test, &got_pred), want = cpu.evaluate(test, &want_pred);
   EXPECT_EQ(got.seen, 300);
   EXPECT_NEAR(got.loss_sum, want.loss_sum, kStepsLossRtol * want.loss_sum);
   ASSERT_EQ(got_pred.size(), want_pred.size());
@@ -244,11 +302,11 @@ TEST(Stage08_Engine, ProfileTimesEveryFusedLayer) {
   SKIP_WITHOUT_GPU();
   EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64);
   cfg.profile = true;
-  FusedEngine gpu(cfg);
-  EXPECT_FALSE(gpu.graph_enabled()) << "profiling times each kernel, so it runs uncaptured";
-  gpu.train_epoch(make_synthetic(5 * 64, {1, 28, 28}, 10, 8), 0, {});
-  const std::vector<LayerTime> times = gpu.layer_times();
-  ASSERT_EQ(times.size(), 4u + 2u) << "conv1, conv2, fc1, the head, then gather and update";
+  Fused gpu(cfg);
+  EXPECT_FALSE(gpu->graph_enabled()) << "profiling times each kernel, so it runs uncaptured";
+  gpu->train_epoch(make_synthetic(5 * 64, {1, 28, 28}, 10, 8), 0, {});
+  const std::vector<LayerTime> times = gpu->layer_times();
+  ASSERT_EQ(times.size(), 4u + 2u) << "conv1, conv2, fc1, the head, then gather and update (the loss is the head's)";
   EXPECT_EQ(times[0].layer, "conv1+relu1+pool1 (conv16k3p1,relu,pool2)");
   EXPECT_EQ(times[3].layer, "fc2+loss (fc10)");
   for (const LayerTime& t : times) {
@@ -264,46 +322,46 @@ TEST(Stage08_Engine, OptimizerStateContinuesTheRunBitForBit) {
   SKIP_WITHOUT_GPU();
   const Dataset train = make_synthetic(5 * 32 + 7, {1, 28, 28}, 10, 9);
   const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 32);
-  FusedEngine first(cfg);
-  first.train_epoch(train, 0, {});
-  const auto velocity = first.get_optimizer_state();
+  Fused first(cfg);
+  first->train_epoch(train, 0, {});
+  const auto velocity = first->get_optimizer_state();
   EXPECT_EQ(velocity[0].name, "conv1.weight.velocity");
-  FusedEngine resumed(cfg);
-  resumed.set_parameters(first.get_parameters());
-  resumed.set_optimizer_state(velocity);
-  first.train_epoch(train, 1, {});
-  resumed.train_epoch(train, 1, {});
-  expect_same_bits(first.get_parameters(), resumed.get_parameters(), "resumed");
+  Fused resumed(cfg);
+  resumed->set_parameters(first->get_parameters());
+  resumed->set_optimizer_state(velocity);
+  first->train_epoch(train, 1, {});
+  resumed->train_epoch(train, 1, {});
+  expect_same_bits(first->get_parameters(), resumed->get_parameters(), "resumed");
   auto wrong = velocity;
   wrong[0].name = "conv1.weight";
-  EXPECT_THROW(resumed.set_optimizer_state(wrong), std::invalid_argument) << "names must end in .velocity";
+  EXPECT_THROW(resumed->set_optimizer_state(wrong), std::invalid_argument) << "names must end in .velocity";
 }
 
 // The step's kernel table: nine kernels for cnn, each with what it reads and writes, and
 // fewer bytes than the same step layer by layer.
 TEST(Stage08_Engine, StepTableOfCnn) {
   SKIP_WITHOUT_GPU();
-  FusedEngine gpu(comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64));
-  const nlohmann::json j = gpu.stage_results();
+  Fused gpu(comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64));
+  const nlohmann::json j = gpu->stage_results();
   EXPECT_EQ(j.at("kernels_per_step").get<int>(), 9);
   ASSERT_EQ(j.at("step").at("kernels").size(), 9u);
   EXPECT_EQ(j.at("step").at("kernels")[0].at("kernel"), "batch gather");
   EXPECT_EQ(j.at("step").at("kernels")[8].at("kernel"), "sgd update (multi-tensor)");
   EXPECT_EQ(j.at("layer_by_layer").at("kernels").get<int>(), 21);
   EXPECT_LT(j.at("step").at("bytes_written").get<long long>(), j.at("layer_by_layer").at("bytes_written").get<long long>());
-  EXPECT_NE(gpu.step_table().find("conv block backward"), std::string::npos);
+  EXPECT_NE(gpu.step().step_table().find("conv block backward"), std::string::npos);
 }
 
 // Bad requests are refused with a message, before the GPU is touched where possible.
 TEST(Stage08_Engine, RefusesWhatItCannotRun) {
-  EXPECT_THROW(FusedEngine engine(comparison_config("conv8k3p1s2,relu,pool2,fc10", {1, 28, 28}, 8)), std::invalid_argument);
-  EXPECT_THROW(FusedEngine engine(comparison_config(named_model_spec("cnn"), {1, 28, 28}, 8, 0.05, "hinge")), std::invalid_argument);
+  EXPECT_THROW(FusedStep step(comparison_config("conv8k3p1s2,relu,pool2,fc10", {1, 28, 28}, 8)), std::invalid_argument);
+  EXPECT_THROW(FusedStep step(comparison_config(named_model_spec("cnn"), {1, 28, 28}, 8, 0.05, "hinge")), std::invalid_argument);
   SKIP_WITHOUT_GPU();
-  FusedEngine engine(comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64));
-  auto params = engine.get_parameters();
+  Fused engine(comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64));
+  auto params = engine->get_parameters();
   params[0].tensor.shape = {16, 1, 5, 5};
-  EXPECT_THROW(engine.set_parameters(params), std::invalid_argument);
-  EXPECT_THROW(engine.train_batch(0), std::logic_error) << "a batch before begin_epoch";
-  EXPECT_THROW(engine.evaluate(make_synthetic(10, {3, 28, 28}, 10, 1), nullptr), std::invalid_argument)
+  EXPECT_THROW(engine->set_parameters(params), std::invalid_argument);
+  EXPECT_THROW(engine->train_batch(0), std::logic_error) << "a batch before begin_epoch";
+  EXPECT_THROW(engine->evaluate(make_synthetic(10, {3, 28, 28}, 10, 1), nullptr), std::invalid_argument)
       << "examples of another shape";
 }

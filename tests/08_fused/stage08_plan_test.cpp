@@ -9,7 +9,7 @@
 
 #include "01_fc_softmax/network.hpp"
 #include "02_conv_pool/cnn.hpp"
-#include "08_fused/fused_engine.hpp"
+#include "08_fused/fused_step.hpp"
 #include "08_fused/fused_plan.hpp"
 
 using namespace course;
@@ -102,10 +102,10 @@ TEST(Stage08_Plan, RefusesWhatItCannotFuse) {
   cfg.arch = parse_arch(named_model_spec("cnn"));
   cfg.input = {1, 28, 28};
   cfg.loss = "hinge";
-  EXPECT_THROW(FusedEngine::plan(cfg), std::invalid_argument);
+  EXPECT_THROW(FusedStep::plan(cfg), std::invalid_argument);
   cfg.loss = "mse";
   cfg.batch = 0;
-  EXPECT_THROW(FusedEngine::plan(cfg), std::invalid_argument);
+  EXPECT_THROW(FusedStep::plan(cfg), std::invalid_argument);
 }
 
 // The practice's network: the fused head feeds the logits straight into the loss (no

@@ -13,7 +13,7 @@
 #include "05_im2col_gemm/cnn_step.hpp"
 #include "common/gpu/gpu_engine.hpp"
 #include "06_cudnn/cudnn_step.hpp"
-#include "08_fused/fused_engine.hpp"
+#include "08_fused/fused_step.hpp"
 #include "common/trainer.hpp"
 #include "model_across_stages.hpp"
 #include "s08_support.hpp"
@@ -28,7 +28,7 @@ const StageInfo kStage02{"02_conv_pool", "Stage 02 (test)"};
 const StageInfo kStage05{"05_im2col_gemm", "Stage 05 (test)"};
 const StageInfo kStage06{"06_cudnn", "Stage 06 (test)"};
 
-std::unique_ptr<Engine> make_stage08(const EngineConfig& cfg) { return std::make_unique<FusedEngine>(cfg); }
+std::unique_ptr<Engine> make_stage08(const EngineConfig& cfg) { return make_fused_engine(cfg); }
 std::unique_ptr<Engine> make_stage02(const EngineConfig& cfg) {
   return std::make_unique<CpuEngine>(cfg, make_cnn_layer<float>);
 }
@@ -63,7 +63,7 @@ TEST(Stage08_Trainer, CnnLearnsAndItsModelLoadsInStages02_05And06) {
 TEST(Stage08_Trainer, MlpLearnsWithThePersistentKernelToo) {
   SKIP_WITHOUT_GPU();
   const auto r = run_with_json(
-      kStage08, [](const EngineConfig& cfg) { return std::make_unique<FusedEngine>(cfg, FusedOptions{false, true}); },
+      kStage08, [](const EngineConfig& cfg) { return make_fused_engine(cfg, FusedOptions{false, true}); },
       {"--model", "mlp", "--dataset", "synthetic", "--limit", "1280", "--epochs", "3"}, "s08_mlp_persistent.json");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const nlohmann::json& j = r.json;

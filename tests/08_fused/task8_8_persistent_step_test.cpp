@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "08_fused/fused_engine.hpp"
+#include "08_fused/fused_step.hpp"
 #include "08_fused/fused_kernels.hpp"
 #include "common/data.hpp"
 #include "common/rng.hpp"
@@ -100,10 +100,12 @@ TEST(Task8_8_PersistentStep, TrainsTheSameBitsAsTheGraph) {
   cfg.batch = 64;
   cfg.lr = 0.05;
   cfg.seed = 7;
-  FusedEngine graph(cfg, FusedOptions{true, false}), persistent(cfg, FusedOptions{false, true});
-  ASSERT_TRUE(persistent.persistent_enabled()) << "FusedOptions{false, true} asked for the persistent kernel";
-  EXPECT_EQ(persistent.kernels_per_step(), 1) << "kernels launched per step by the persistent engine";
-  EXPECT_GT(persistent.persistent_grid(), 0) << "blocks of the persistent kernel's grid";
+  const std::unique_ptr<GpuEngine> graph_owned = make_fused_engine(cfg, FusedOptions{true, false}),
+                                   persistent_owned = make_fused_engine(cfg, FusedOptions{false, true});
+  GpuEngine &graph = *graph_owned, &persistent = *persistent_owned;
+  ASSERT_TRUE(fused_step(persistent).persistent_enabled()) << "FusedOptions{false, true} asked for the persistent kernel";
+  EXPECT_EQ(fused_step(persistent).kernels_per_step(), 1) << "kernels launched per step by the persistent kernel";
+  EXPECT_GT(fused_step(persistent).persistent_grid(), 0) << "blocks of the persistent kernel's grid";
   for (int epoch = 0; epoch < 2; ++epoch) {
     const EpochStats a = graph.train_epoch(train, epoch, {});
     const EpochStats b = persistent.train_epoch(train, epoch, {});

@@ -122,18 +122,18 @@ TEST(Stage09_StepFlag, AnUnknownStepIsAUsageErrorNamingTheSteps) {
   const fs::path dir = fresh_dir();
   const Finished f = run_trainer_binary(dir, "nostep", std::vector<std::string>{"--step", "winograd"} + data_args(256), 120);
   EXPECT_EQ(f.exit_code, kExitUsage) << f.err;
-  EXPECT_CONTAINS(f.err, "unknown step 'winograd': stage 09 runs cudnn, im2col, fast-gemm");
+  EXPECT_CONTAINS(f.err, "unknown step 'winograd': stage 09 runs fused, cudnn, im2col, fast-gemm");
 }
 
 // ---- one GPU ----------------------------------------------------------------------------
 
-// The MLP (cuBLAS only: the same kernels in every process) trained alone, through
-// the launcher with one rank, and by stage 06's engine: the same bits.
+// The MLP on stage 06's step (cuBLAS only: the same kernels in every process) trained
+// alone, through the launcher with one rank, and by the one GPU engine: the same bits.
 TEST(Stage09_Trainer, AloneThroughTheLauncherAndStage06GiveTheSameBits) {
   S09_SKIP_WITHOUT_GPUS(1);
   const fs::path dir = fresh_dir();
   const std::vector<std::string> common =
-      std::vector<std::string>{"--model", "mlp", "--epochs", "2", "--batch", "64"} + data_args(1000);
+      std::vector<std::string>{"--model", "mlp", "--epochs", "2", "--batch", "64", "--step", "cudnn"} + data_args(1000);
   const Finished alone = expect_ok(
       run_trainer_binary(dir, "alone", common + std::vector<std::string>{"--save", (dir / "alone.bin").string(),
                                                                           "--json", (dir / "alone.json").string()}),
@@ -176,13 +176,27 @@ TEST(Stage09_Trainer, AloneThroughTheLauncherAndStage06GiveTheSameBits) {
 TEST(Stage09_Trainer, EveryStepTrainsAlone) {
   S09_SKIP_WITHOUT_GPUS(1);
   const fs::path dir = fresh_dir();
-  for (const std::string step : {"cudnn", "im2col", "fast-gemm"}) {
+  for (const std::string step : {"fused", "cudnn", "im2col", "fast-gemm"}) {
     const Finished f = expect_ok(
         run_trainer_binary(dir, step, std::vector<std::string>{"--model", "cnn", "--epochs", "1", "--step", step} +
                                           data_args(512)),
         "--step " + step);
     EXPECT_CONTAINS(f.out, "step: " + step + " (");
   }
+}
+
+// The default step is stage 08's fused one: a spec it does not fuse stops the run (a usage
+// error naming the layer, and the step that runs any spec), which --step cudnn then trains.
+TEST(Stage09_Trainer, ASpecTheFusedStepCannotRunNamesTheStepThatCan) {
+  S09_SKIP_WITHOUT_GPUS(1);
+  const fs::path dir = fresh_dir();
+  const std::vector<std::string> strided =
+      std::vector<std::string>{"--arch", "conv8k3p1s2,relu,pool2,fc10", "--epochs", "1"} + data_args(256);
+  const Finished refused = run_trainer_binary(dir, "unfused", strided, 120);
+  EXPECT_EQ(refused.exit_code, kExitUsage) << refused.err;
+  EXPECT_CONTAINS(refused.err, "layer 1 'conv8k3p1s2'");
+  EXPECT_CONTAINS(refused.err, "--step cudnn runs any spec");
+  expect_ok(run_trainer_binary(dir, "cudnn", strided + std::vector<std::string>{"--step", "cudnn"}), "--step cudnn");
 }
 
 TEST(Stage09_Trainer, AResumedRunContinuesBitForBit) {
@@ -208,7 +222,8 @@ TEST(Stage09_Trainer, ProfileShowsTheAllReduce) {
   const fs::path dir = fresh_dir();
   const Finished f = expect_ok(
       run_trainer_binary(dir, "profile",
-                         std::vector<std::string>{"--model", "cnn", "--epochs", "1", "--profile"} + data_args(640)),
+                         std::vector<std::string>{"--model", "cnn", "--epochs", "1", "--profile", "--step", "cudnn"} +
+                             data_args(640)),
       "--profile");
   EXPECT_CONTAINS(f.out, "all-reduce, bucket 1: fc2-fc1");
   EXPECT_CONTAINS(f.out, "wait for the all-reduce");

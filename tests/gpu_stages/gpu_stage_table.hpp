@@ -34,7 +34,7 @@
 #include "06_cudnn/cudnn_step.hpp"
 #include "common/gpu/gpu_engine.hpp"
 #elif COURSE_TEST_STAGE == 8
-#include "08_fused/fused_engine.hpp"
+#include "08_fused/fused_step.hpp"
 #else
 #error "tests/gpu_stages: no row for this stage in gpu_stage_table.hpp (COURSE_TEST_STAGE)"
 #endif
@@ -172,15 +172,18 @@ inline std::vector<GpuStage> gpu_stages() {
            {"08_fused", "Stage 08 (test)"},
            {trainer_exe("08"), {"--dataset", "synthetic", "--model", "cnn", "--batch", "8"}, {}},
            kMlpDiverging,
-           {engine<FusedEngine>("the fused engine and its CUDA graph"),
-            {"the fused engine as one persistent kernel",
+           {{"the fused step and the engine's CUDA graph",
+             [](const EngineConfig& c) -> std::unique_ptr<Engine> { return make_fused_engine(c); }},
+            {"the fused step as one persistent kernel",
              [](const EngineConfig& c) -> std::unique_ptr<Engine> {
                FusedOptions persistent;
                persistent.persistent = true;
-               return std::make_unique<FusedEngine>(c, persistent);
+               return make_fused_engine(c, persistent);
              }}},
            kCnnInProcess,
-           first_bad_step_named<FusedEngine>}};
+           [](const EngineConfig& config, const Dataset& train) {
+             trainer_safety::expect_first_bad_step_named([&] { return make_fused_engine(config); }, train);
+           }}};
 #endif
 }
 

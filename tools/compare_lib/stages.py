@@ -63,7 +63,7 @@ KNOWN_STAGES = (
     # run states its precision and its accuracy next to the FP32 run.
     Stage("07_fast_gemm", "GPU", gpu=True, needs="a CUDA toolkit",
           variants=(Variant("tf32", ("--precision", "tf32")), Variant("bf16", ("--precision", "bf16")))),
-    # Stage 08's kernels are all its own; it reuses stage 06's CUDA graph and gather, hence cuDNN.
+    # Stage 08's kernels are all its own; it is built where stage 06 is (its tests load its models there).
     Stage("08_fused", "GPU", gpu=True, needs="a CUDA toolkit and cuDNN"),
     Stage("09_multi_gpu", "GPU", gpu=True, needs="a CUDA toolkit, cuDNN and NCCL", gpus=1, extra_args=("--gpus", "1")),
     Stage("09_multi_gpu", "2 GPUs", gpu=True, needs="a CUDA toolkit, cuDNN and NCCL", gpus=2,

@@ -1,11 +1,12 @@
-/// @file fused_engine_report.cpp
-/// @brief Stage 08: what the fused engine reports of its step: the kernel and traffic table, and the JSON of the run (glue, not a task).
+/// @file fused_step_report.cpp
+/// @brief Stage 08: what the fused step reports: the kernel and traffic table of a whole step, and the JSON of the run (glue, not a task).
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
-#include "08_fused/fused_engine.hpp"
+#include "08_fused/fused_step.hpp"
 
 namespace course {
 
@@ -17,16 +18,42 @@ std::string kib(long long bytes) {
   return text;
 }
 
-
 }  // namespace
 
-// ---- reports --------------------------------------------------------------------------------
+std::string FusedStep::row_name(Row row, std::size_t layer) const {
+  switch (row) {
+    case Row::Layer: return layers_[layer].name + " (" + layers_[layer].tokens + ")";
+    case Row::Gather: return "batch gather";
+    case Row::Update: return "sgd update";
+    case Row::Chain: return "every layer, forward and input gradients";
+    case Row::ChainUpdate: return "every layer's dW, db and update";
+  }
+  return "";
+}
 
-int FusedEngine::kernels_per_step() const {
+void FusedStep::note_full_step(const StepPlan& full) {
+  for (std::size_t k = 0; k < full.phases.size(); ++k) {
+    KernelTraffic t = phase_traffic(full.phases[k]);
+    t.layers = row_name(full.rows[k], full.layer_of[k]);
+    if (full.phases[k].kind == PhaseKind::Sgd) t.bytes_read += 4 * full.partial_floats;
+    step_traffic_.push_back(t);
+    step_blocks_.push_back(phase_blocks(full.phases[k]));
+    step_smem_.push_back(phase_smem_bytes(full.phases[k]));
+  }
+  layerwise_ = layerwise_traffic(cfg_.arch, cfg_.input, cfg_.classes, full.B);
+  if (persistent_enabled()) {
+    persistent_grid_ = full.grid;
+    if (full.grid == 0)
+      throw std::invalid_argument("--persistent: this GPU cannot launch cooperative kernels (or not one block of "
+                                  "the persistent kernel fits on a multiprocessor)");
+  }
+}
+
+int FusedStep::kernels_per_step() const {
   return persistent_enabled() ? 1 : static_cast<int>(step_traffic_.size());
 }
 
-std::string FusedEngine::step_table() const {
+std::string FusedStep::step_table() const {
   char line[256];
   std::string out;
   std::snprintf(line, sizeof line, "%-34s %-44s %7s %9s %10s %10s\n", "kernel", "layers", "blocks", "smem KiB",
@@ -54,7 +81,7 @@ std::string FusedEngine::step_table() const {
   return out;
 }
 
-nlohmann::json FusedEngine::stage_results() const {
+nlohmann::json FusedStep::stage_results() const {
   nlohmann::json kernels = nlohmann::json::array();
   long long read = 0, written = 0;
   for (std::size_t k = 0; k < step_traffic_.size(); ++k) {
@@ -71,12 +98,9 @@ nlohmann::json FusedEngine::stage_results() const {
   }
   nlohmann::json layers = nlohmann::json::array();
   for (const FusedLayer& l : layers_) layers.push_back({{"name", l.name}, {"spec", l.tokens}});
-  return {{"graph", graph_enabled()},
-          {"persistent", persistent_enabled()},
+  return {{"persistent", persistent_enabled()},
           {"persistent_grid_blocks", persistent_grid_},
           {"kernels_per_step", kernels_per_step()},
-          {"graph_nodes", graph_nodes()},
-          {"graph_replays", graph_replays_},
           {"fused_layers", layers},
           {"step", {{"batch", cfg_.batch},
                     {"kernels", kernels},
@@ -90,6 +114,5 @@ nlohmann::json FusedEngine::stage_results() const {
             {"note", "the same step as one kernel per layer and direction, counted the same way: the least that "
                      "stages 05 and 06 run and move"}}}};
 }
-
 
 }  // namespace course
