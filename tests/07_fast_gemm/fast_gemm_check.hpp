@@ -458,3 +458,26 @@ inline void expect_k_slices_right(int kernel) {
 }
 
 }  // namespace course::s07test
+
+/// The four checks every GEMM kernel of this stage answers to, as four tests of suite `Suite`,
+/// each starting with `skip` (SKIP_WITHOUT_GPU() or a narrower one): every shape class and
+/// layout; misaligned and odd rows (which a kernel may take with narrower loads, or hand to a
+/// simpler kernel); large products (one layout); split-K slices. A task's own tests follow it.
+#define COURSE_GEMM_KERNEL_TESTS(Suite, kernel, skip)                                      \
+  TEST(Suite, EveryShapeClassAndLayout) {                                                 \
+    skip;                                                                                 \
+    ::course::s07test::expect_kernel_right(kernel, ::course::s07test::shape_classes());    \
+  }                                                                                       \
+  TEST(Suite, MisalignedAndOddRows) {                                                     \
+    skip;                                                                                 \
+    ::course::s07test::expect_kernel_right(kernel, ::course::s07test::misaligned_cases()); \
+  }                                                                                       \
+  TEST(Suite, LargeProducts) {                                                            \
+    skip;                                                                                 \
+    ::course::s07test::expect_kernel_right(kernel, ::course::s07test::large_cases(),       \
+                                           /*every_layout=*/false);                       \
+  }                                                                                       \
+  TEST(Suite, SplitKSlices) {                                                             \
+    skip;                                                                                 \
+    ::course::s07test::expect_k_slices_right(kernel);                                     \
+  }

@@ -7,22 +7,5 @@
 using namespace course;
 using namespace course::s07test;
 
-TEST(Task7_1_Vectorized, EveryShapeClassAndLayout) {
-  SKIP_WITHOUT_GPU();
-  expect_kernel_right(kGemmVectorized, shape_classes());
-}
-
-TEST(Task7_1_Vectorized, MisalignedRowsTakeTheSingleFloatLoads) {
-  SKIP_WITHOUT_GPU();
-  expect_kernel_right(kGemmVectorized, misaligned_cases());
-}
-
-TEST(Task7_1_Vectorized, LargeProducts) {
-  SKIP_WITHOUT_GPU();
-  expect_kernel_right(kGemmVectorized, large_cases(), /*every_layout=*/false);
-}
-
-TEST(Task7_1_Vectorized, SplitKSlices) {
-  SKIP_WITHOUT_GPU();
-  expect_k_slices_right(kGemmVectorized);
-}
+// Misaligned rows take the single-float loads.
+COURSE_GEMM_KERNEL_TESTS(Task7_1_Vectorized, kGemmVectorized, SKIP_WITHOUT_GPU())

@@ -7,22 +7,5 @@
 using namespace course;
 using namespace course::s07test;
 
-TEST(Task7_2_WarpTiled, EveryShapeClassAndLayout) {
-  SKIP_WITHOUT_GPU();
-  expect_kernel_right(kGemmWarpTiled, shape_classes());
-}
-
-TEST(Task7_2_WarpTiled, MisalignedRowsTakeTheSingleFloatLoads) {
-  SKIP_WITHOUT_GPU();
-  expect_kernel_right(kGemmWarpTiled, misaligned_cases());
-}
-
-TEST(Task7_2_WarpTiled, LargeProducts) {
-  SKIP_WITHOUT_GPU();
-  expect_kernel_right(kGemmWarpTiled, large_cases(), /*every_layout=*/false);
-}
-
-TEST(Task7_2_WarpTiled, SplitKSlices) {
-  SKIP_WITHOUT_GPU();
-  expect_k_slices_right(kGemmWarpTiled);
-}
+// Misaligned rows take the single-float loads.
+COURSE_GEMM_KERNEL_TESTS(Task7_2_WarpTiled, kGemmWarpTiled, SKIP_WITHOUT_GPU())

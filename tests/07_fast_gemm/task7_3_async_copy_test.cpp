@@ -8,25 +8,8 @@
 using namespace course;
 using namespace course::s07test;
 
-TEST(Task7_3_AsyncCopy, EveryShapeClassAndLayout) {
-  SKIP_WITHOUT_GPU();
-  expect_kernel_right(kGemmAsyncCopy, shape_classes());
-}
-
-TEST(Task7_3_AsyncCopy, MisalignedRowsTakeTheSingleFloatLoads) {
-  SKIP_WITHOUT_GPU();
-  expect_kernel_right(kGemmAsyncCopy, misaligned_cases());
-}
-
-TEST(Task7_3_AsyncCopy, LargeProducts) {
-  SKIP_WITHOUT_GPU();
-  expect_kernel_right(kGemmAsyncCopy, large_cases(), /*every_layout=*/false);
-}
-
-TEST(Task7_3_AsyncCopy, SplitKSlices) {
-  SKIP_WITHOUT_GPU();
-  expect_k_slices_right(kGemmAsyncCopy);
-}
+// Misaligned rows take the single-float loads.
+COURSE_GEMM_KERNEL_TESTS(Task7_3_AsyncCopy, kGemmAsyncCopy, SKIP_WITHOUT_GPU())
 
 // Kernel 10 may choose any instance of kernel 9's template: each one is checked the same way.
 TEST(Task7_3_AsyncCopy, EveryTileSizeTheTunerMayChoose) {

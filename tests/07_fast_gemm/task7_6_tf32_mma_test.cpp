@@ -8,22 +8,5 @@
 using namespace course;
 using namespace course::s07test;
 
-TEST(Task7_6_Tf32Mma, EveryShapeClassAndLayout) {
-  SKIP_WITHOUT_GPU();
-  expect_kernel_right(kGemmTf32, shape_classes());
-}
-
-TEST(Task7_6_Tf32Mma, MisalignedRowsTakeTheFourByteCopies) {
-  SKIP_WITHOUT_GPU();
-  expect_kernel_right(kGemmTf32, misaligned_cases());
-}
-
-TEST(Task7_6_Tf32Mma, LargeProducts) {
-  SKIP_WITHOUT_GPU();
-  expect_kernel_right(kGemmTf32, large_cases(), /*every_layout=*/false);
-}
-
-TEST(Task7_6_Tf32Mma, SplitKSlices) {
-  SKIP_WITHOUT_GPU();
-  expect_k_slices_right(kGemmTf32);
-}
+// Misaligned rows take the four-byte copies.
+COURSE_GEMM_KERNEL_TESTS(Task7_6_Tf32Mma, kGemmTf32, SKIP_WITHOUT_GPU())

@@ -9,25 +9,8 @@
 using namespace course;
 using namespace course::s07test;
 
-TEST(Task7_7_Bf16Mma, EveryShapeClassAndLayout) {
-  SKIP_WITHOUT_GPU();
-  expect_kernel_right(kGemmBf16, shape_classes());
-}
-
-TEST(Task7_7_Bf16Mma, MisalignedRowsTakeTheSingleLoads) {
-  SKIP_WITHOUT_GPU();
-  expect_kernel_right(kGemmBf16, misaligned_cases());
-}
-
-TEST(Task7_7_Bf16Mma, LargeProducts) {
-  SKIP_WITHOUT_GPU();
-  expect_kernel_right(kGemmBf16, large_cases(), /*every_layout=*/false);
-}
-
-TEST(Task7_7_Bf16Mma, SplitKSlices) {
-  SKIP_WITHOUT_GPU();
-  expect_k_slices_right(kGemmBf16);
-}
+// Misaligned rows take the single loads.
+COURSE_GEMM_KERNEL_TESTS(Task7_7_Bf16Mma, kGemmBf16, SKIP_WITHOUT_GPU())
 
 TEST(Task7_7_Bf16Mma, Bf16InputsEveryShapeClassAndLayout) {
   SKIP_WITHOUT_GPU();

@@ -16,25 +16,8 @@ using namespace course::s07test;
 
 #define SKIP_WITHOUT_WGMMA() SKIP_WITHOUT_HOPPER("kernel 13 needs", "it hands every product to kernel 12")
 
-TEST(Task7_8_Wgmma, EveryShapeClassAndLayout) {
-  SKIP_WITHOUT_WGMMA();
-  expect_kernel_right(kGemmWgmma, shape_classes());
-}
-
-TEST(Task7_8_Wgmma, MisalignedAndOddRowsGoToKernel12) {
-  SKIP_WITHOUT_WGMMA();
-  expect_kernel_right(kGemmWgmma, misaligned_cases());
-}
-
-TEST(Task7_8_Wgmma, LargeProducts) {
-  SKIP_WITHOUT_WGMMA();
-  expect_kernel_right(kGemmWgmma, large_cases(), /*every_layout=*/false);
-}
-
-TEST(Task7_8_Wgmma, SplitKSlices) {
-  SKIP_WITHOUT_WGMMA();
-  expect_k_slices_right(kGemmWgmma);
-}
+// Misaligned and odd rows go to kernel 12.
+COURSE_GEMM_KERNEL_TESTS(Task7_8_Wgmma, kGemmWgmma, SKIP_WITHOUT_WGMMA())
 
 TEST(Task7_8_Wgmma, Bf16InputsEveryShapeClassAndLayout) {
   SKIP_WITHOUT_WGMMA();

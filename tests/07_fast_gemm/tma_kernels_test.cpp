@@ -16,41 +16,11 @@ using namespace course::s07test;
 
 #define SKIP_WITHOUT_TMA() SKIP_WITHOUT_HOPPER("kernels 15 and 16 need", "they hand every product to kernels 11 and 12")
 
-TEST(Stage07_TmaTf32, EveryShapeClassAndLayout) {
-  SKIP_WITHOUT_TMA();
-  expect_kernel_right(kGemmTmaTf32, shape_classes());
-}
+// Misaligned and odd rows, and split-K, go to kernel 14.
+COURSE_GEMM_KERNEL_TESTS(Stage07_TmaTf32, kGemmTmaTf32, SKIP_WITHOUT_TMA())
 
-TEST(Stage07_TmaTf32, MisalignedAndOddRowsGoToKernel14) {
-  SKIP_WITHOUT_TMA();
-  expect_kernel_right(kGemmTmaTf32, misaligned_cases());
-}
-
-TEST(Stage07_TmaTf32, LargeProducts) {
-  SKIP_WITHOUT_TMA();
-  expect_kernel_right(kGemmTmaTf32, large_cases(), /*every_layout=*/false);
-}
-
-TEST(Stage07_TmaTf32, SplitKSlicesGoToKernel14) {
-  SKIP_WITHOUT_TMA();
-  expect_k_slices_right(kGemmTmaTf32);
-}
-
-TEST(Stage07_TmaBf16, EveryShapeClassAndLayout) {
-  SKIP_WITHOUT_TMA();
-  expect_kernel_right(kGemmTmaBf16, shape_classes());
-}
-
-TEST(Stage07_TmaBf16, MisalignedAndOddRowsGoToKernel13) {
-  SKIP_WITHOUT_TMA();
-  expect_kernel_right(kGemmTmaBf16, misaligned_cases());
-}
-
-TEST(Stage07_TmaBf16, LargeProductsAndSplitK) {
-  SKIP_WITHOUT_TMA();
-  expect_kernel_right(kGemmTmaBf16, large_cases(), /*every_layout=*/false);
-  expect_k_slices_right(kGemmTmaBf16);
-}
+// Misaligned and odd rows, and split-K, go to kernel 13.
+COURSE_GEMM_KERNEL_TESTS(Stage07_TmaBf16, kGemmTmaBf16, SKIP_WITHOUT_TMA())
 
 TEST(Stage07_TmaBf16, Bf16InputsEveryShapeClassAndLayout) {
   SKIP_WITHOUT_TMA();
