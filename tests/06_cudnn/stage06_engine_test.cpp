@@ -28,18 +28,6 @@ using testkit::kStepsParamAtol;
 using testkit::kStepsParamRtol;
 using testkit::spread_parameters;
 
-void expect_same_parameters(const std::vector<NamedTensor>& got, const std::vector<NamedTensor>& want,
-                            const std::string& context) {
-  ASSERT_EQ(got.size(), want.size()) << context;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    ASSERT_EQ(got[i].name, want[i].name) << context;
-    ASSERT_EQ(got[i].tensor.shape, want[i].tensor.shape) << context << ", " << want[i].name;
-    const std::vector<double> g(got[i].tensor.data.begin(), got[i].tensor.data.end()),
-        w(want[i].tensor.data.begin(), want[i].tensor.data.end());
-    EXPECT_TRUE(all_close(context + ", " + want[i].name, g, w, want[i].tensor.shape, kStepsParamAtol, kStepsParamRtol));
-  }
-}
-
 // One epoch (the last batch smaller when `examples` is not a multiple) on the
 // GPU and on the stage 02 CPU engine, from the same initial weights in the same
 // order: `initial`, or when empty the weights every stage starts from.
@@ -47,28 +35,10 @@ void expect_matches_cpu(const std::string& spec, Shape3 input, int batch, int ex
                         bool graph, double lr = 0.05, const std::vector<NamedTensor>& initial = {}) {
   const std::string context = spec + " on " + input.str() + ", batch " + std::to_string(batch) + ", " + loss +
                               (graph ? ", graph on" : ", graph off");
-  const Dataset train = make_synthetic(examples, input, 10, 5);
   const EngineConfig cfg = comparison_config(spec, input, batch, lr, loss);
   CudnnStepEngine gpu(cfg, graph, initial);
-  const std::vector<NamedTensor> start = gpu.get_parameters();
-  const EpochStats got = gpu.train_epoch(train, 0, {});
-  CpuEngine cpu(cfg, make_cnn_layer<float>);
-  cpu.set_parameters(start);
-  const EpochStats want = cpu.train_epoch(train, 0, {});
-  EXPECT_EQ(got.seen, want.seen) << context;
-  EXPECT_NEAR(got.loss_sum, want.loss_sum, kStepsLossRtol * want.loss_sum) << context << ": summed loss of the epoch";
-  EXPECT_NEAR(got.correct, want.correct, 1) << context << ": correct predictions during the epoch";
-  if (loss == "mse") {  // the MAE's numerator, added up beside the loss
-    EXPECT_NEAR(got.abs_error_sum, want.abs_error_sum, kStepsLossRtol * want.abs_error_sum)
-        << context << ": summed absolute errors of the epoch";
-  }
-  const std::vector<NamedTensor> trained = cpu.get_parameters();
-  expect_same_parameters(gpu.get_parameters(), trained, context);
-  bool moved = false;
-  for (std::size_t i = 0; i < trained.size(); ++i)
-    for (std::size_t j = 0; j < trained[i].tensor.size(); ++j)
-      moved = moved || std::fabs(trained[i].tensor.data[j] - start[i].tensor.data[j]) > 10 * kStepsParamAtol;
-  EXPECT_TRUE(moved) << context << ": the parameters hardly moved, so the comparison proves little";
+  testkit::expect_epoch_like_stage02(gpu, cfg, make_synthetic(examples, input, 10, 5), make_synthetic(100, input, 10, 6),
+                                     context, /*absolute_errors=*/loss == "mse");
 }
 
 }  // namespace

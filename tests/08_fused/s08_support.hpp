@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include "02_conv_pool/conv.hpp"
 #include "02_conv_pool/pool.hpp"
 #include "08_fused/fused_kernels.hpp"
+#include "08_fused/fused_plan.hpp"
 #include "common/cuda_check.hpp"
 
 namespace course::s08test {
@@ -166,6 +168,18 @@ struct ConvBlockReference {
     conv2d_backward_input(dz.data(), to_double(in.w).data(), dx.data(), c.B, g);
   }
 };
+
+/// Why stage 08 does not fuse `spec` on examples of `input` (plan_fused_layers's message), or "" when it fuses it.
+inline std::string fusion_refusal(const std::string& spec, Shape3 input) {
+  try {
+    plan_fused_layers(parse_arch(spec), input, 10);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 /// Passes when got is within atol + rtol |ref| of ref everywhere (stage 04's check, whose
 /// message is tensor_matches()'s: the named shape, expected and actual at the first wrong

@@ -9,21 +9,14 @@
 
 #include "08_fused/fused_step.hpp"
 #include "08_fused/fused_plan.hpp"
+#include "s08_support.hpp"
 
 using namespace course;
 
 namespace {
 
-std::string refusal(const std::string& spec, Shape3 input = {1, 12, 12}) {
-  try {
-    plan_fused_layers(parse_arch(spec), input, 10);
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+std::string refusal(const std::string& spec) { return s08test::fusion_refusal(spec, {1, 12, 12}); }
+using s08test::contains;
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include "08_fused/fused_kernels.hpp"
 #include "common/data.hpp"
 #include "common/rng.hpp"
+#include "cnn_comparison.hpp"
 #include "s08_support.hpp"
 
 using namespace course;
@@ -93,13 +94,7 @@ TEST(Task8_8_PersistentStep, EachPhaseSeesEverythingThePhaseBeforeWrote) {
 TEST(Task8_8_PersistentStep, TrainsTheSameBitsAsTheGraph) {
   SKIP_WITHOUT_GPU();
   const Dataset train = make_synthetic(1000, {1, 28, 28}, 10, 191);
-  EngineConfig cfg;
-  cfg.arch = parse_arch(named_model_spec("cnn"));
-  cfg.input = {1, 28, 28};
-  cfg.classes = 10;
-  cfg.batch = 64;
-  cfg.lr = 0.05;
-  cfg.seed = 7;
+  const EngineConfig cfg = testkit::comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64, 0.05);
   const std::unique_ptr<GpuEngine> graph_owned = make_fused_engine(cfg, FusedOptions{true, false}),
                                    persistent_owned = make_fused_engine(cfg, FusedOptions{false, true});
   GpuEngine &graph = *graph_owned, &persistent = *persistent_owned;

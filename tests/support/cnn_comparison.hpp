@@ -24,6 +24,7 @@
 #include "common/data.hpp"
 #include "common/engine.hpp"
 #include "common/rng.hpp"
+#include "tensor_check.hpp"
 
 namespace course::testkit {
 
@@ -136,6 +137,46 @@ inline SideBySide train_side_by_side(Engine& gpu, const EngineConfig& cfg, const
   r.cpu_test = cpu.evaluate(test, &r.cpu_predictions);
   r.cpu_params = cpu.get_parameters();
   return r;
+}
+
+/// One epoch of the GPU engine `gpu` (holding the weights it starts from) and of stage 02's
+/// CPU engine from the same weights, on `train` in the same order, then both evaluated on
+/// `test` (train_side_by_side): the same examples seen; the epoch's loss sums within
+/// kStepsLossRtol and its correct counts within one (a near tie); with `absolute_errors`
+/// (--loss mse, on an engine that adds them up) the absolute errors too; the test losses within
+/// kStepsLossRtol and at most one test prediction apart; every parameter within
+/// kStepsParamAtol + kStepsParamRtol |p|; and the parameters moved by more than ten times
+/// kStepsParamAtol, or the comparison proves little. `context` starts every message.
+inline void expect_epoch_like_stage02(Engine& gpu, const EngineConfig& cfg, const Dataset& train, const Dataset& test,
+                                      const std::string& context, bool absolute_errors) {
+  const std::vector<NamedTensor> start = gpu.get_parameters();
+  const SideBySide r = train_side_by_side(gpu, cfg, train, test, start);
+  EXPECT_EQ(r.gpu_train.seen, r.cpu_train.seen) << context;
+  EXPECT_NEAR(r.gpu_train.loss_sum, r.cpu_train.loss_sum, kStepsLossRtol * r.cpu_train.loss_sum)
+      << context << ": summed loss of the epoch, GPU (first) and stage 02 (second)";
+  EXPECT_NEAR(r.gpu_train.correct, r.cpu_train.correct, 1) << context << ": correct predictions during the epoch";
+  if (absolute_errors) {  // the MAE's numerator, added up beside the loss
+    EXPECT_NEAR(r.gpu_train.abs_error_sum, r.cpu_train.abs_error_sum, kStepsLossRtol * r.cpu_train.abs_error_sum)
+        << context << ": summed absolute errors of the epoch";
+  }
+  EXPECT_NEAR(r.gpu_test.loss_sum, r.cpu_test.loss_sum, kStepsLossRtol * r.cpu_test.loss_sum)
+      << context << ": summed test loss, GPU (first) and stage 02 (second)";
+  int differ = 0;
+  for (std::size_t i = 0; i < r.cpu_predictions.size(); ++i) differ += r.gpu_predictions.at(i) != r.cpu_predictions[i];
+  EXPECT_LE(differ, 1) << context << ": " << differ << " test predictions differ (a near tie may flip one)";
+  ASSERT_EQ(r.gpu_params.size(), r.cpu_params.size()) << context;
+  bool moved = false;
+  for (std::size_t i = 0; i < r.cpu_params.size(); ++i) {
+    const Tensor& want = r.cpu_params[i].tensor;
+    ASSERT_EQ(r.gpu_params[i].name, r.cpu_params[i].name) << context;
+    ASSERT_EQ(r.gpu_params[i].tensor.shape, want.shape) << context << ", " << r.cpu_params[i].name;
+    EXPECT_TRUE(tensor_matches(context + ", " + r.cpu_params[i].name + " after the epoch (expected: stage 02's)",
+                               parameter_shape(want.shape), r.gpu_params[i].tensor.data, want.data,
+                               Tolerance{kStepsParamAtol, kStepsParamRtol}));
+    for (std::size_t j = 0; j < want.size(); ++j)
+      moved = moved || std::fabs(want.data[j] - start[i].tensor.data[j]) > 10 * kStepsParamAtol;
+  }
+  EXPECT_TRUE(moved) << context << ": the parameters hardly moved, so the comparison proves little";
 }
 
 }  // namespace course::testkit

@@ -56,6 +56,17 @@ inline nlohmann::json run_for_json(const StageInfo& stage, const EngineFactory& 
   return nlohmann::json::parse(in);
 }
 
+/// A run of three epochs that learned: it ended "ok", its loss fell below 0.7 of the first epoch's,
+/// and its test accuracy left chance behind (above 0.6 on the synthetic set's ten classes).
+inline void expect_learns(const nlohmann::json& j, const std::string& what) {
+  ASSERT_EQ(j.at("status"), "ok") << what;
+  const auto& epochs = j.at("epochs");
+  ASSERT_EQ(epochs.size(), 3u) << what;
+  EXPECT_LT(epochs[2].at("loss").get<double>(), 0.7 * epochs[0].at("loss").get<double>())
+      << what << ": the loss did not fall";
+  EXPECT_GT(epochs[2].at("test_accuracy").get<double>(), 0.6) << what << ": the test accuracy stayed near chance";
+}
+
 /// Passes when both lists hold the same tensors, names, shapes and every bit of every value.
 inline ::testing::AssertionResult same_bits(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b) {
   if (a.size() != b.size()) return ::testing::AssertionFailure() << a.size() << " tensors against " << b.size();
