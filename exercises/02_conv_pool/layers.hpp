@@ -52,20 +52,23 @@ class Conv2dLayer : public Layer<T> {
   Param<T> W_, b_;
 };
 
+/// The --arch token of a pool layer of `kind` (max or average) with geometry g, e.g. "pool2", "avgpool3s1p1".
+inline std::string pool_token(LayerKind kind, const PoolGeometry& g) {
+  LayerSpec spec;
+  spec.kind = kind;
+  spec.kernel = g.K;
+  spec.stride = g.S;
+  spec.pad = g.P;
+  return spec.token();
+}
+
 /// Max-pool layer; remembers the arg-max of its last forward() for backward().
 template <typename T>
 class MaxPoolLayer : public Layer<T> {
  public:
   MaxPoolLayer(const std::string& name, const PoolGeometry& g) : name_(name), g_((g.check(), g)) {}
   std::string name() const override { return name_; }
-  std::string token() const override {
-    LayerSpec spec;
-    spec.kind = LayerKind::MaxPool;
-    spec.kernel = g_.K;
-    spec.stride = g_.S;
-    spec.pad = g_.P;
-    return spec.token();
-  }
+  std::string token() const override { return pool_token(LayerKind::MaxPool, g_); }
   Shape3 out_shape() const override { return {g_.C, g_.out_h(), g_.out_w()}; }
   void forward(const T* x, T* y, int B) override {
     argmax_.resize(static_cast<std::size_t>(B) * g_.out_size());
@@ -88,14 +91,7 @@ class AvgPoolLayer : public Layer<T> {
  public:
   AvgPoolLayer(const std::string& name, const PoolGeometry& g) : name_(name), g_((g.check("average-pool"), g)) {}
   std::string name() const override { return name_; }
-  std::string token() const override {
-    LayerSpec spec;
-    spec.kind = LayerKind::AvgPool;
-    spec.kernel = g_.K;
-    spec.stride = g_.S;
-    spec.pad = g_.P;
-    return spec.token();
-  }
+  std::string token() const override { return pool_token(LayerKind::AvgPool, g_); }
   Shape3 out_shape() const override { return {g_.C, g_.out_h(), g_.out_w()}; }
   void forward(const T* x, T* y, int B) override { avgpool_forward(x, y, B, g_); }
   void backward(const T*, const T*, const T* dy, T* dx, int B) override {

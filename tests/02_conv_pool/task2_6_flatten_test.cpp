@@ -11,35 +11,39 @@ using namespace course;
 
 namespace {
 const int B = 2, C = 3, H = 2, W = 4;
+
+// Where x[n][c][h][w] lies in this course's NCHW order, and in the order of an NHWC layout.
+using Order = int (*)(int n, int c, int h, int w);
+int nchw_index(int n, int c, int h, int w) { return ((n * C + c) * H + h) * W + w; }
+int nhwc_index(int n, int c, int h, int w) { return n * C * H * W + (h * W + w) * C + c; }
+
 // x[n][c][h][w] = 1000 n + 100 c + 10 h + w: every value says where it came from.
 std::vector<float> labelled_batch() {
   std::vector<float> x(B * C * H * W);
   for (int n = 0; n < B; ++n)
     for (int c = 0; c < C; ++c)
       for (int h = 0; h < H; ++h)
-        for (int w = 0; w < W; ++w) x[((n * C + c) * H + h) * W + w] = 1000.f * n + 100.f * c + 10.f * h + w;
+        for (int w = 0; w < W; ++w) x[nchw_index(n, c, h, w)] = 1000.f * n + 100.f * c + 10.f * h + w;
   return x;
+}
+
+// v [B, C, H, W] with each value moved from where the order `from` puts it to where `to` does.
+std::vector<double> reordered(const std::vector<float>& v, Order from, Order to) {
+  std::vector<double> out(v.size());
+  for (int n = 0; n < B; ++n)
+    for (int c = 0; c < C; ++c)
+      for (int h = 0; h < H; ++h)
+        for (int w = 0; w < W; ++w) out[to(n, c, h, w)] = v[from(n, c, h, w)];
+  return out;
 }
 
 // x [B, C, H, W] flattened channels-last, y[n][(h*W + w)*C + c] = x[n][c][h][w]: the order of an
 // NHWC layout, not this course's.
-std::vector<double> channels_last(const std::vector<float>& x) {
-  std::vector<double> y(x.size());
-  for (int n = 0; n < B; ++n)
-    for (int c = 0; c < C; ++c)
-      for (int h = 0; h < H; ++h)
-        for (int w = 0; w < W; ++w) y[n * C * H * W + (h * W + w) * C + c] = x[((n * C + c) * H + h) * W + w];
-  return y;
-}
+std::vector<double> channels_last(const std::vector<float>& x) { return reordered(x, nchw_index, nhwc_index); }
 
 // The inverse: dx[n][c][h][w] = dy[n][(h*W + w)*C + c].
 std::vector<double> from_channels_last(const std::vector<float>& dy) {
-  std::vector<double> dx(dy.size());
-  for (int n = 0; n < B; ++n)
-    for (int c = 0; c < C; ++c)
-      for (int h = 0; h < H; ++h)
-        for (int w = 0; w < W; ++w) dx[((n * C + c) * H + h) * W + w] = dy[n * C * H * W + (h * W + w) * C + c];
-  return dx;
+  return reordered(dy, nhwc_index, nchw_index);
 }
 }  // namespace
 

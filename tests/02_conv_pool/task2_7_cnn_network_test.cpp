@@ -11,6 +11,7 @@
 #include "01_fc_softmax/train.hpp"
 #include "02_conv_pool/cnn.hpp"
 #include "course_test.hpp"
+#include "engine_config.hpp"
 #include "tensor_check.hpp"
 
 using namespace course;
@@ -51,63 +52,38 @@ void expect_network(const std::string& spec, Shape3 input, const std::vector<Lay
   }
 }
 
-EngineConfig config(const std::string& spec, Shape3 input, int batch, double lr) {
-  EngineConfig cfg;
-  cfg.arch = parse_arch(spec);
-  cfg.input = input;
-  cfg.classes = 10;
-  cfg.batch = batch;
-  cfg.lr = lr;
-  cfg.momentum = 0.9;
-  cfg.seed = 11;
-  return cfg;
+// The course's `cnn` on C x S x S input (S a multiple of 4): names, shapes, parameters. The padded
+// 3x3 convs keep S x S, each pool2 halves it, so the flatten has 32 * (S/4)^2 values.
+void expect_cnn_network(int C, int S) {
+  const int flat = 32 * (S / 4) * (S / 4);
+  expect_network(named_model_spec("cnn"), {C, S, S},
+                 {{"conv1", "conv16k3p1", {16, S, S}},
+                  {"relu1", "relu", {16, S, S}},
+                  {"pool1", "pool2", {16, S / 2, S / 2}},
+                  {"conv2", "conv32k3p1", {32, S / 2, S / 2}},
+                  {"relu2", "relu", {32, S / 2, S / 2}},
+                  {"pool2", "pool2", {32, S / 4, S / 4}},
+                  {"flatten1", "flatten", {flat, 1, 1}},
+                  {"fc1", "fc100", {100, 1, 1}},
+                  {"relu3", "relu", {100, 1, 1}},
+                  {"fc2", "fc10", {10, 1, 1}}},
+                 {{"conv1.weight", {16, C, 3, 3}},
+                  {"conv1.bias", {16}},
+                  {"conv2.weight", {32, 16, 3, 3}},
+                  {"conv2.bias", {32}},
+                  {"fc1.weight", {100, flat}},
+                  {"fc1.bias", {100}},
+                  {"fc2.weight", {10, 100}},
+                  {"fc2.bias", {10}}});
 }
 }  // namespace
 
-// The course's `cnn` on Fashion-MNIST-shaped input: names, shapes, parameters.
-TEST(Task2_7_CnnNetwork, BuildsTheCnnModel) {
-  expect_network(named_model_spec("cnn"), {1, 28, 28},
-                 {{"conv1", "conv16k3p1", {16, 28, 28}},
-                  {"relu1", "relu", {16, 28, 28}},
-                  {"pool1", "pool2", {16, 14, 14}},
-                  {"conv2", "conv32k3p1", {32, 14, 14}},
-                  {"relu2", "relu", {32, 14, 14}},
-                  {"pool2", "pool2", {32, 7, 7}},
-                  {"flatten1", "flatten", {1568, 1, 1}},
-                  {"fc1", "fc100", {100, 1, 1}},
-                  {"relu3", "relu", {100, 1, 1}},
-                  {"fc2", "fc10", {10, 1, 1}}},
-                 {{"conv1.weight", {16, 1, 3, 3}},
-                  {"conv1.bias", {16}},
-                  {"conv2.weight", {32, 16, 3, 3}},
-                  {"conv2.bias", {32}},
-                  {"fc1.weight", {100, 1568}},
-                  {"fc1.bias", {100}},
-                  {"fc2.weight", {10, 100}},
-                  {"fc2.bias", {10}}});
-}
+// The course's `cnn` on Fashion-MNIST-shaped input: the flatten has 32 * 7 * 7 = 1568 values.
+TEST(Task2_7_CnnNetwork, BuildsTheCnnModel) { expect_cnn_network(1, 28); }
 
 // The same spec on CIFAR-shaped 3x32x32 input, and a spec with strides and padded pools.
 TEST(Task2_7_CnnNetwork, BuildsOtherInputsAndStrides) {
-  expect_network(named_model_spec("cnn"), {3, 32, 32},
-                 {{"conv1", "conv16k3p1", {16, 32, 32}},
-                  {"relu1", "relu", {16, 32, 32}},
-                  {"pool1", "pool2", {16, 16, 16}},
-                  {"conv2", "conv32k3p1", {32, 16, 16}},
-                  {"relu2", "relu", {32, 16, 16}},
-                  {"pool2", "pool2", {32, 8, 8}},
-                  {"flatten1", "flatten", {2048, 1, 1}},
-                  {"fc1", "fc100", {100, 1, 1}},
-                  {"relu3", "relu", {100, 1, 1}},
-                  {"fc2", "fc10", {10, 1, 1}}},
-                 {{"conv1.weight", {16, 3, 3, 3}},
-                  {"conv1.bias", {16}},
-                  {"conv2.weight", {32, 16, 3, 3}},
-                  {"conv2.bias", {32}},
-                  {"fc1.weight", {100, 2048}},
-                  {"fc1.bias", {100}},
-                  {"fc2.weight", {10, 100}},
-                  {"fc2.bias", {10}}});
+  expect_cnn_network(3, 32);
   expect_network("conv6k5p2s2,tanh,pool3s2p1,conv4k1,flatten,fc10", {2, 11, 9},
                  {{"conv1", "conv6k5p2s2", {6, 6, 5}},
                   {"tanh1", "tanh", {6, 6, 5}},
@@ -149,7 +125,7 @@ TEST(Task2_7_CnnNetwork, HeInitUsesConvFanIn) {
 // parameters after some training steps.
 TEST(Task2_7_CnnNetwork, MlpMatchesStage01BitForBit) {
   const Dataset train = make_synthetic(320, {1, 28, 28}, 10, 3);
-  const EngineConfig cfg = config(named_model_spec("mlp"), train.shape, 32, 0.05);
+  const EngineConfig cfg = testkit::engine_config(named_model_spec("mlp"), train.shape, 32, 0.05);
   Network<float> stage01(cfg.arch, cfg.input, cfg.classes);
   Network<float> stage02(cfg.arch, cfg.input, cfg.classes, make_cnn_layer<float>);
   stage01.init(cfg.seed);
@@ -176,7 +152,8 @@ TEST(Task2_7_CnnNetwork, MlpMatchesStage01BitForBit) {
 TEST(Task2_7_CnnTraining, LossFallsAndAccuracyRises) {
   const Dataset train = make_synthetic(1024, {1, 28, 28}, 10, 1);
   const Dataset test = make_synthetic(512, {1, 28, 28}, 10, 2);
-  const EngineConfig cfg = config("conv8k3p1,relu,pool2,conv16k3p1,relu,pool2,flatten,fc10", train.shape, 32, 0.02);
+  const EngineConfig cfg =
+      testkit::engine_config("conv8k3p1,relu,pool2,conv16k3p1,relu,pool2,flatten,fc10", train.shape, 32, 0.02);
   CpuEngine engine(cfg, make_cnn_layer<float>);
   const EpochStats before = engine.evaluate(test, nullptr);
   double first_loss = 0, last_loss = 0;

@@ -4,9 +4,9 @@
 // back to the synthetic set of that shape when no CIFAR-10 files are found).
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <fstream>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -14,31 +14,21 @@
 #include "01_fc_softmax/cpu_engine.hpp"
 #include "02_conv_pool/cnn.hpp"
 #include "common/trainer.hpp"
+#include "trainer_run.hpp"
 
 using namespace course;
 
 namespace {
-// Runs the trainer as `s02_train_solution <args> --json <file>` would; returns the JSON it wrote.
-nlohmann::json run_stage02_trainer(std::vector<std::string> args, int* exit_code) {
-  const std::string json_path = ::testing::TempDir() + "s02_trainer_test.json";
-  std::remove(json_path.c_str());
-  args.insert(args.begin(), "s02_train_solution");
-  for (const char* a : {"--json", json_path.c_str(), "--no-progress"}) args.push_back(a);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(&a[0]);
+// Runs the trainer as `s02_train_solution --model cnn --dataset <dataset> ... --json <file>` would:
+// the course's `cnn`, 3 epochs of 640 examples at --lr 0.02. Returns the JSON it wrote.
+nlohmann::json train_cnn_on(const std::string& dataset, int* exit_code) {
   const StageInfo stage{"02_conv_pool", "Stage 02 (test)"};
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  *exit_code = run_trainer(static_cast<int>(argv.size()), argv.data(), stage, [](const EngineConfig& cfg) {
+  const EngineFactory cnn_engine = [](const EngineConfig& cfg) {
     return std::make_unique<CpuEngine>(cfg, make_cnn_layer<float>);
-  });
-  const std::string out = ::testing::internal::GetCapturedStdout(), err = ::testing::internal::GetCapturedStderr();
-  std::ifstream in(json_path);
-  if (!in) {
-    ADD_FAILURE() << "the trainer wrote no JSON; its output:\n" << out << err;
-    return {};
-  }
-  return nlohmann::json::parse(in);
+  };
+  std::vector<std::string> args = {"--model", "cnn", "--dataset", dataset, "--limit", "640", "--epochs", "3",
+                                   "--lr", "0.02"};
+  return trainer_run::run_for_json(stage, cnn_engine, "s02_train_solution", std::move(args), exit_code);
 }
 
 void expect_learns(const nlohmann::json& j) {
@@ -55,9 +45,7 @@ void expect_learns(const nlohmann::json& j) {
 
 TEST(Stage02_Trainer, CnnLearnsTheSyntheticSet) {
   int code = -1;
-  const auto j = run_stage02_trainer({"--model", "cnn", "--dataset", "synthetic", "--limit", "640", "--epochs", "3",
-                                      "--lr", "0.02"},
-                                     &code);
+  const auto j = train_cnn_on("synthetic", &code);
   ASSERT_EQ(code, 0);
   EXPECT_EQ(j.at("arch").at("spec"), named_model_spec("cnn"));
   EXPECT_EQ(j.at("data").at("shape"), "1x28x28");
@@ -66,9 +54,7 @@ TEST(Stage02_Trainer, CnnLearnsTheSyntheticSet) {
 
 TEST(Stage02_Trainer, CnnRunsOnCifarShapedInput) {
   int code = -1;
-  const auto j = run_stage02_trainer({"--model", "cnn", "--dataset", "cifar10", "--limit", "640", "--epochs", "3",
-                                      "--lr", "0.02"},
-                                     &code);
+  const auto j = train_cnn_on("cifar10", &code);
   ASSERT_EQ(code, 0);
   EXPECT_EQ(j.at("data").at("shape"), "3x32x32");
   // Real CIFAR-10 files in ./data would be loaded instead: 640 images then say nothing about learning.

@@ -4,9 +4,8 @@
 // CNN learns.
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -15,31 +14,21 @@
 #include "03_openmp/omp_engine.hpp"
 #include "03_openmp/trainer_options.hpp"
 #include "common/trainer.hpp"
+#include "trainer_run.hpp"
 
 using namespace course;
 
 namespace {
-// Runs the trainer as `s03_train_solution <args> --json <file>` would; returns the JSON it wrote.
-nlohmann::json run_stage03_trainer(std::vector<std::string> args, int* exit_code, std::string* output = nullptr) {
-  const std::string json_path = ::testing::TempDir() + "s03_trainer_test.json";
-  std::remove(json_path.c_str());
-  args.insert(args.begin(), "s03_train_solution");
-  for (const char* a : {"--json", json_path.c_str(), "--no-progress"}) args.push_back(a);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(&a[0]);
+// Runs the trainer as `s03_train_solution <args> --json <file>` would, with stage 03's --parallel
+// flag; returns the JSON it wrote (none after a usage error) and its output in *output.
+nlohmann::json run_stage03_trainer(std::vector<std::string> args, int* exit_code, std::string* output) {
   const StageInfo stage{"03_openmp", "Stage 03 (test)", /*has_threads=*/true};
   std::string parallel = "data";
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  *exit_code = run_trainer(
-      static_cast<int>(argv.size()), argv.data(), stage,
-      [&parallel](const EngineConfig& cfg) { return make_omp_engine(cfg, parse_parallelism(parallel), make_cnn_layer<float>); },
-      [&parallel](CLI::App& app) { add_parallel_option(app, parallel); });
-  const std::string out = ::testing::internal::GetCapturedStdout(), err = ::testing::internal::GetCapturedStderr();
-  if (output) *output = out + err;
-  std::ifstream in(json_path);
-  if (!in) return {};
-  return nlohmann::json::parse(in);
+  const EngineFactory omp_engine = [&parallel](const EngineConfig& cfg) {
+    return make_omp_engine(cfg, parse_parallelism(parallel), make_cnn_layer<float>);
+  };
+  return trainer_run::run_for_json(stage, omp_engine, "s03_train_solution", std::move(args), exit_code, output,
+                                   [&parallel](CLI::App& app) { add_parallel_option(app, parallel); });
 }
 
 void expect_cnn_learns(const std::string& parallel, int threads) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/arch.hpp"
+#include "error_of.hpp"
 
 using namespace course;
 using ::testing::HasSubstr;
@@ -88,24 +89,20 @@ TEST(ArchOutputActivation, SigmoidAfterTheLastDenseLayer) {
   // Only sigmoid, and only right after fc<classes>.
   EXPECT_THROW(layer_shapes(parse_arch("fc8,relu,fc3,relu"), {4, 1, 1}, 3), std::invalid_argument);
   EXPECT_THROW(layer_shapes(parse_arch("fc8,relu,fc4,sigmoid"), {4, 1, 1}, 3), std::invalid_argument);
-  try {
-    layer_shapes(parse_arch("fc8,fc3,tanh"), {4, 1, 1}, 3);
-    FAIL() << "fc3,tanh was accepted";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_THAT(e.what(), HasSubstr("the one output activation is sigmoid"));
-  }
+  EXPECT_THAT(
+      testkit::error_of<std::invalid_argument>([] { layer_shapes(parse_arch("fc8,fc3,tanh"), {4, 1, 1}, 3); }),
+      HasSubstr("the one output activation is sigmoid"))
+      << "tanh after fc3";
 }
 
 TEST(ArchOutputActivation, OnlyWithMse) {
   const Arch practice = parse_arch("fc8,relu,fc3,sigmoid");
   EXPECT_NO_THROW(check_output_activation(practice, "mse"));
-  try {
-    check_output_activation(practice, "cross-entropy");
-    FAIL() << "a sigmoid output with cross-entropy was accepted";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_THAT(e.what(), HasSubstr("--output sigmoid"));
-    EXPECT_THAT(e.what(), HasSubstr("--loss mse"));
-  }
+  // A sigmoid output with cross-entropy is refused.
+  const std::string e =
+      testkit::error_of<std::invalid_argument>([&] { check_output_activation(practice, "cross-entropy"); });
+  EXPECT_THAT(e, HasSubstr("--output sigmoid"));
+  EXPECT_THAT(e, HasSubstr("--loss mse"));
   EXPECT_NO_THROW(check_output_activation(parse_arch("fc8,relu,fc3"), "cross-entropy"));
   // A sigmoid between hidden layers is no output activation.
   EXPECT_FALSE(output_activation(parse_arch("fc8,sigmoid,fc3")).has_value());

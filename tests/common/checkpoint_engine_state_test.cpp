@@ -17,6 +17,7 @@
 #include "common/engine.hpp"
 #include "common/model_file.hpp"
 #include "common/trainer.hpp"
+#include "expect_contains.hpp"
 #include "one_weight_engine.hpp"
 #include "trainer_process.hpp"
 #include "trainer_run.hpp"
@@ -25,9 +26,6 @@ namespace course {
 namespace {
 
 namespace fs = std::filesystem;
-
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"
 
 Checkpoint plain_checkpoint() {
   Checkpoint c;

@@ -18,6 +18,7 @@
 #include "common/data.hpp"
 #include "common/rng.hpp"
 #include "common/trainer.hpp"
+#include "expect_contains.hpp"
 #include "trainer_process.hpp"
 #include "trainer_run.hpp"
 
@@ -28,9 +29,6 @@ namespace fs = std::filesystem;
 
 const StageInfo kStage{"01_fc_softmax", "dense layers on the CPU", false};
 
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"
-
 // ---- a small engine that really trains -------------------------------------------
 
 struct SgdOptions {
@@ -39,6 +37,14 @@ struct SgdOptions {
   long signal_at_step = 0;      // raise `signal` during this step (counted from 1 over the engine's life); 0: never
   int signal = SIGINT;
 };
+
+// The options of an engine that raises `signal` (Ctrl-C's unless given) during step `step` of its life.
+SgdOptions interrupted_at(long step, int signal = SIGINT) {
+  SgdOptions options;
+  options.signal_at_step = step;
+  options.signal = signal;
+  return options;
+}
 
 // A linear model trained by SGD with momentum on the squared error of one
 // score per example against label / 10: w [D], b [classes], and a velocity for
@@ -357,9 +363,7 @@ TEST(TrainerResume, CtrlCAtEveryStepThenResumeEqualsUninterrupted) {
     SCOPED_TRACE("Ctrl-C during step " + std::to_string(at) + " of the run (7 steps per epoch)");
     const std::string path = (dir / "stopped.ckpt").string(), json_path = (dir / "stopped.json").string();
     fs::remove(path);
-    SgdOptions stop;
-    stop.signal_at_step = at;
-    const RunResult r = run(quick(3, {"--checkpoint", path, "--json", json_path}), sgd_factory(stop));
+    const RunResult r = run(quick(3, {"--checkpoint", path, "--json", json_path}), sgd_factory(interrupted_at(at)));
     ASSERT_EQ(r.code, kExitInterrupted) << r.out << r.err;
     EXPECT_CONTAINS(r.err, "press Ctrl-C again to quit at once");
     const int epoch = static_cast<int>((at - 1) / 7) + 1, step = static_cast<int>((at - 1) % 7) + 1;
@@ -402,10 +406,7 @@ TEST(TrainerResume, CtrlCAtEveryStepThenResumeEqualsUninterrupted) {
 TEST(TrainerResume, SigtermStopsLikeCtrlC) {
   const fs::path dir = fresh_dir();
   const std::string path = (dir / "term.ckpt").string();
-  SgdOptions stop;
-  stop.signal_at_step = 3;
-  stop.signal = SIGTERM;
-  const RunResult r = run(quick(2, {"--checkpoint", path}), sgd_factory(stop));
+  const RunResult r = run(quick(2, {"--checkpoint", path}), sgd_factory(interrupted_at(3, SIGTERM)));
   EXPECT_EQ(r.code, kExitInterrupted);
   EXPECT_CONTAINS(r.err, "stopped by SIGTERM after step 3 of 7 in epoch 1");
   EXPECT_TRUE(fs::exists(path));
@@ -414,8 +415,7 @@ TEST(TrainerResume, SigtermStopsLikeCtrlC) {
 TEST(TrainerResume, CtrlCOnAStageThatCannotCheckpointSavesNothing) {
   const fs::path dir = fresh_dir();
   const std::string path = (dir / "none.ckpt").string();
-  SgdOptions stop;
-  stop.signal_at_step = 2;
+  SgdOptions stop = interrupted_at(2);
   stop.can_checkpoint = false;
   const RunResult r = run(quick(2, {"--checkpoint", path}), sgd_factory(stop));
   EXPECT_EQ(r.code, kExitInterrupted);

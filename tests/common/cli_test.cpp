@@ -11,6 +11,7 @@
 
 #include "common/cli.hpp"
 #include "common/trainer.hpp"
+#include "expect_contains.hpp"
 
 namespace course {
 namespace {
@@ -35,9 +36,6 @@ Parsed parse(const std::vector<std::string>& args, const StageInfo& stage = kCpu
   p.err = err.str();
   return p;
 }
-
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"
 
 // A usage error: exit code 2, CLI11's message naming the flag, and the hint.
 void expect_usage_error(const std::vector<std::string>& args, const std::string& flag,

@@ -111,6 +111,16 @@ Bytes idx_labels(const std::vector<int>& labels) {
 
 using course::testkit::error_of;
 
+/// The DataError load_idx throws for the image file `images` and the label file `labels` in dir.
+std::string idx_error(const TempDir& dir, const std::string& images, const std::string& labels) {
+  return error_of<DataError>([&] { course::load_idx(dir.file(images), dir.file(labels), "mnist"); });
+}
+
+/// The DataError load_csv throws for the file `name` in dir, read without scaling.
+std::string csv_error(const TempDir& dir, const std::string& name) {
+  return error_of<DataError>([&] { course::load_csv(dir.file(name), nullptr, nullptr); });
+}
+
 /// One CIFAR-10 record: the label, then R, G and B planes filled with r, g, b.
 Bytes cifar_record(int label, unsigned char r, unsigned char g, unsigned char b) {
   Bytes rec(3073);
@@ -185,8 +195,7 @@ TEST(DataIdx, TruncatedGzipIsRefused) {
   gz.resize(gz.size() / 2);
   write_bytes(dir.file("half.gz"), gz);
   write_bytes(dir.file("lab"), idx_labels(std::vector<int>(50, 1)));
-  const std::string msg =
-      error_of<DataError>([&] { course::load_idx(dir.file("half.gz"), dir.file("lab"), "mnist"); });
+  const std::string msg = idx_error(dir, "half.gz", "lab");
   EXPECT_THAT(msg, HasSubstr(dir.file("half.gz")));
   EXPECT_THAT(msg, HasSubstr("ends early"));
 }
@@ -195,8 +204,7 @@ TEST(DataIdx, GzipWithoutZlibSaysToGunzip) {
   TempDir dir;
   write_bytes(dir.file("img.gz"), {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3});
   write_bytes(dir.file("lab"), idx_labels({1}));
-  const std::string msg =
-      error_of<DataError>([&] { course::load_idx(dir.file("img.gz"), dir.file("lab"), "mnist"); });
+  const std::string msg = idx_error(dir, "img.gz", "lab");
   EXPECT_THAT(msg, HasSubstr(dir.file("img.gz")));
   EXPECT_THAT(msg, HasSubstr("gunzip"));
 }
@@ -207,8 +215,7 @@ TEST(DataIdx, WrongMagicIsRefused) {
   write_bytes(dir.file("img"), idx_images(2, 2, 2));
   write_bytes(dir.file("lab"), idx_labels({1, 2}));
   // The two files swapped: the label file's magic where an image file's is expected.
-  const std::string msg =
-      error_of<DataError>([&] { course::load_idx(dir.file("lab"), dir.file("img"), "mnist"); });
+  const std::string msg = idx_error(dir, "lab", "img");
   EXPECT_THAT(msg, HasSubstr(dir.file("lab")));
   EXPECT_THAT(msg, HasSubstr("magic"));
   EXPECT_THAT(msg, HasSubstr("0x00000801"));
@@ -217,16 +224,14 @@ TEST(DataIdx, WrongMagicIsRefused) {
   Bytes junk = idx_images(2, 2, 2);
   junk[2] = 0x12;
   write_bytes(dir.file("junk"), junk);
-  EXPECT_THAT(error_of<DataError>([&] { course::load_idx(dir.file("junk"), dir.file("lab"), "mnist"); }),
-              HasSubstr("wrong magic number 0x00001203"));
+  EXPECT_THAT(idx_error(dir, "junk", "lab"), HasSubstr("wrong magic number 0x00001203"));
 }
 
 TEST(DataIdx, EmptyFileIsRefused) {
   TempDir dir;
   write_bytes(dir.file("img"), {});
   write_bytes(dir.file("lab"), idx_labels({1}));
-  const std::string msg =
-      error_of<DataError>([&] { course::load_idx(dir.file("img"), dir.file("lab"), "mnist"); });
+  const std::string msg = idx_error(dir, "img", "lab");
   EXPECT_THAT(msg, HasSubstr(dir.file("img")));
   EXPECT_THAT(msg, HasSubstr("empty"));
 }
@@ -235,8 +240,7 @@ TEST(DataIdx, OneByteFileIsRefused) {
   TempDir dir;
   write_bytes(dir.file("img"), {0});
   write_bytes(dir.file("lab"), idx_labels({1}));
-  const std::string msg =
-      error_of<DataError>([&] { course::load_idx(dir.file("img"), dir.file("lab"), "mnist"); });
+  const std::string msg = idx_error(dir, "img", "lab");
   EXPECT_THAT(msg, HasSubstr(dir.file("img")));
   EXPECT_THAT(msg, HasSubstr("truncated header: expected 16 bytes"));
   EXPECT_THAT(msg, HasSubstr("found 1"));
@@ -248,8 +252,7 @@ TEST(DataIdx, TruncatedHeaderIsRefused) {
   Bytes lab = idx_labels({1});
   lab.resize(6);
   write_bytes(dir.file("lab"), lab);
-  const std::string msg =
-      error_of<DataError>([&] { course::load_idx(dir.file("img"), dir.file("lab"), "mnist"); });
+  const std::string msg = idx_error(dir, "img", "lab");
   EXPECT_THAT(msg, HasSubstr(dir.file("lab")));
   EXPECT_THAT(msg, HasSubstr("truncated header: expected 8 bytes"));
   EXPECT_THAT(msg, HasSubstr("found 6"));
@@ -261,8 +264,7 @@ TEST(DataIdx, TruncatedBodyIsRefused) {
   img.resize(30);
   write_bytes(dir.file("img"), img);
   write_bytes(dir.file("lab"), idx_labels({1, 2, 3}));
-  const std::string msg =
-      error_of<DataError>([&] { course::load_idx(dir.file("img"), dir.file("lab"), "mnist"); });
+  const std::string msg = idx_error(dir, "img", "lab");
   EXPECT_THAT(msg, HasSubstr(dir.file("img")));
   EXPECT_THAT(msg, HasSubstr("truncated"));
   EXPECT_THAT(msg, HasSubstr("expected 34 bytes"));
@@ -272,8 +274,7 @@ TEST(DataIdx, TruncatedBodyIsRefused) {
   lab.pop_back();
   write_bytes(dir.file("img"), idx_images(3, 2, 3));
   write_bytes(dir.file("lab"), lab);
-  EXPECT_THAT(error_of<DataError>([&] { course::load_idx(dir.file("img"), dir.file("lab"), "mnist"); }),
-              HasSubstr(dir.file("lab") + ": truncated: expected 11 bytes"));
+  EXPECT_THAT(idx_error(dir, "img", "lab"), HasSubstr(dir.file("lab") + ": truncated: expected 11 bytes"));
 }
 
 TEST(DataIdx, ExtraBytesAreRefused) {
@@ -282,16 +283,14 @@ TEST(DataIdx, ExtraBytesAreRefused) {
   img.push_back(0);
   write_bytes(dir.file("img"), img);
   write_bytes(dir.file("lab"), idx_labels({1}));
-  EXPECT_THAT(error_of<DataError>([&] { course::load_idx(dir.file("img"), dir.file("lab"), "mnist"); }),
-              HasSubstr(dir.file("img") + ": extra bytes"));
+  EXPECT_THAT(idx_error(dir, "img", "lab"), HasSubstr(dir.file("img") + ": extra bytes"));
 }
 
 TEST(DataIdx, CountMismatchIsRefused) {
   TempDir dir;
   write_bytes(dir.file("img"), idx_images(3, 2, 2));
   write_bytes(dir.file("lab"), idx_labels({1, 2}));
-  const std::string msg =
-      error_of<DataError>([&] { course::load_idx(dir.file("img"), dir.file("lab"), "mnist"); });
+  const std::string msg = idx_error(dir, "img", "lab");
   EXPECT_THAT(msg, HasSubstr(dir.file("img")));
   EXPECT_THAT(msg, HasSubstr(dir.file("lab")));
   EXPECT_THAT(msg, HasSubstr("3 images"));
@@ -302,8 +301,7 @@ TEST(DataIdx, LabelOutOfRangeIsRefused) {
   TempDir dir;
   write_bytes(dir.file("img"), idx_images(3, 2, 2));
   write_bytes(dir.file("lab"), idx_labels({1, 10, 2}));
-  const std::string msg =
-      error_of<DataError>([&] { course::load_idx(dir.file("img"), dir.file("lab"), "mnist"); });
+  const std::string msg = idx_error(dir, "img", "lab");
   EXPECT_THAT(msg, HasSubstr(dir.file("lab")));
   EXPECT_THAT(msg, HasSubstr("label 10 at index 1"));
 }
@@ -311,8 +309,7 @@ TEST(DataIdx, LabelOutOfRangeIsRefused) {
 TEST(DataIdx, MissingFileIsRefused) {
   TempDir dir;
   write_bytes(dir.file("lab"), idx_labels({1}));
-  const std::string msg =
-      error_of<DataError>([&] { course::load_idx(dir.file("nope"), dir.file("lab"), "mnist"); });
+  const std::string msg = idx_error(dir, "nope", "lab");
   EXPECT_THAT(msg, HasSubstr(dir.file("nope")));
   EXPECT_THAT(msg, HasSubstr("cannot open"));
 }
@@ -401,7 +398,7 @@ TEST(DataCsv, NoHeaderAndNullScaling) {
 TEST(DataCsv, NonNumericCellIsRefused) {
   TempDir dir;
   write_text(dir.file("x.csv"), "f1,f2,y\n1,2,0\n3,oops,1\n");
-  const std::string msg = error_of<DataError>([&] { course::load_csv(dir.file("x.csv"), nullptr, nullptr); });
+  const std::string msg = csv_error(dir, "x.csv");
   EXPECT_THAT(msg, HasSubstr(dir.file("x.csv")));
   EXPECT_THAT(msg, HasSubstr("line 3"));
   EXPECT_THAT(msg, HasSubstr("column 2"));
@@ -411,7 +408,7 @@ TEST(DataCsv, NonNumericCellIsRefused) {
 TEST(DataCsv, RaggedRowsAreRefused) {
   TempDir dir;
   write_text(dir.file("x.csv"), "1,2,0\n3,4,1\n5,1\n");
-  const std::string msg = error_of<DataError>([&] { course::load_csv(dir.file("x.csv"), nullptr, nullptr); });
+  const std::string msg = csv_error(dir, "x.csv");
   EXPECT_THAT(msg, HasSubstr(dir.file("x.csv")));
   EXPECT_THAT(msg, HasSubstr("line 3 has 2 cells, expected 3"));
 }
@@ -419,26 +416,22 @@ TEST(DataCsv, RaggedRowsAreRefused) {
 TEST(DataCsv, BadLabelsAreRefused) {
   TempDir dir;
   write_text(dir.file("neg.csv"), "1,2,0\n3,4,-1\n");
-  const std::string neg =
-      error_of<DataError>([&] { course::load_csv(dir.file("neg.csv"), nullptr, nullptr); });
+  const std::string neg = csv_error(dir, "neg.csv");
   EXPECT_THAT(neg, HasSubstr(dir.file("neg.csv")));
   EXPECT_THAT(neg, HasSubstr("line 2"));
   EXPECT_THAT(neg, HasSubstr("negative"));
   write_text(dir.file("frac.csv"), "1,2,0.5\n");
-  EXPECT_THAT(error_of<DataError>([&] { course::load_csv(dir.file("frac.csv"), nullptr, nullptr); }),
-              HasSubstr("not a class number"));
+  EXPECT_THAT(csv_error(dir, "frac.csv"), HasSubstr("not a class number"));
 }
 
 TEST(DataCsv, EmptyFilesAreRefused) {
   TempDir dir;
   write_text(dir.file("empty.csv"), "");
-  const std::string msg =
-      error_of<DataError>([&] { course::load_csv(dir.file("empty.csv"), nullptr, nullptr); });
+  const std::string msg = csv_error(dir, "empty.csv");
   EXPECT_THAT(msg, HasSubstr(dir.file("empty.csv")));
   EXPECT_THAT(msg, HasSubstr("empty"));
   write_text(dir.file("header.csv"), "a,b,label\n\n");
-  EXPECT_THAT(error_of<DataError>([&] { course::load_csv(dir.file("header.csv"), nullptr, nullptr); }),
-              HasSubstr("no examples"));
+  EXPECT_THAT(csv_error(dir, "header.csv"), HasSubstr("no examples"));
 }
 
 TEST(DataCsv, ScalingOfAnotherWidthIsRefused) {

@@ -326,9 +326,8 @@ TEST(DataTransformLoad, SyntheticAsThreeByFortyByForty) {
   o.channels = 3;
   o.val_fraction = 0.1;
   const DataSplit s = load_data(o);
-  EXPECT_EQ(s.train.shape, (Shape3{3, 40, 40}));
-  EXPECT_EQ(s.test.shape, (Shape3{3, 40, 40}));
-  EXPECT_EQ(s.val.shape, (Shape3{3, 40, 40}));
+  for (const Dataset* d : {&s.train, &s.test, &s.val})
+    EXPECT_EQ(d->shape, (Shape3{3, 40, 40})) << "the set of " << d->size() << " examples";
   EXPECT_EQ(s.train.size(), 90);
   EXPECT_EQ(s.val.size(), 10) << "the split comes after --limit: 10% of 100";
   EXPECT_EQ(s.test.size(), 2000);

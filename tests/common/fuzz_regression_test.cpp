@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fuzz/harness.hpp"
@@ -99,26 +100,21 @@ TEST(FuzzRegressions, ImagesAreRefusedWithTheirReason) {
     const std::string b = slurp(dir / name);
     return error_of([&] { decode_image(std::vector<unsigned char>(b.begin(), b.end()), name); });
   };
-  EXPECT_NE(refusal("png-header-claims-20000x20000")
-                .find("png-header-claims-20000x20000: a picture of 20000x20000 pixels (width x height) is larger than"),
-            std::string::npos);
-  EXPECT_NE(refusal("png-cut-inside-the-crc-of-iend").find("this PNG file is truncated: its IEND chunk at byte"),
-            std::string::npos)
-      << refusal("png-cut-inside-the-crc-of-iend");
-  EXPECT_NE(refusal("png-idat-byte-flipped").find("this PNG file is corrupt: its IDAT chunk at byte 33 fails its CRC"),
-            std::string::npos)
-      << refusal("png-idat-byte-flipped");
-  EXPECT_NE(refusal("jpeg-huffman-table-of-300-codes").find("this JPEG file is corrupt: a Huffman table at byte "),
-            std::string::npos)
-      << refusal("jpeg-huffman-table-of-300-codes");
-  EXPECT_NE(refusal("jpeg-huffman-table-of-300-codes").find(" defines 300 codes (at most 256)"), std::string::npos);
-  // The input the fuzzer found: its table segment also runs past the end of the file.
-  EXPECT_NE(refusal("jpeg-huffman-table-of-more-than-256-codes-cut-short").find("this JPEG file is truncated"),
-            std::string::npos)
-      << refusal("jpeg-huffman-table-of-more-than-256-codes-cut-short");
-  EXPECT_NE(refusal("jpeg-cut-inside-its-scan").find("this JPEG file is truncated: its image data is not followed"),
-            std::string::npos)
-      << refusal("jpeg-cut-inside-its-scan");
+  // Each picture, and words its refusal must hold.
+  const std::vector<std::pair<std::string, std::string>> refusals = {
+      {"png-header-claims-20000x20000",
+       "png-header-claims-20000x20000: a picture of 20000x20000 pixels (width x height) is larger than"},
+      {"png-cut-inside-the-crc-of-iend", "this PNG file is truncated: its IEND chunk at byte"},
+      {"png-idat-byte-flipped", "this PNG file is corrupt: its IDAT chunk at byte 33 fails its CRC"},
+      {"jpeg-huffman-table-of-300-codes", "this JPEG file is corrupt: a Huffman table at byte "},
+      {"jpeg-huffman-table-of-300-codes", " defines 300 codes (at most 256)"},
+      // The input the fuzzer found: its table segment also runs past the end of the file.
+      {"jpeg-huffman-table-of-more-than-256-codes-cut-short", "this JPEG file is truncated"},
+      {"jpeg-cut-inside-its-scan", "this JPEG file is truncated: its image data is not followed"}};
+  for (const auto& [name, words] : refusals) {
+    const std::string e = refusal(name);
+    EXPECT_NE(e.find(words), std::string::npos) << name << ": " << e;
+  }
 }
 
 }  // namespace

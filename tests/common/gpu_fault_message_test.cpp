@@ -6,13 +6,11 @@
 
 #include <string>
 
+#include "expect_contains.hpp"
 #include "gpu_fault_message.hpp"
 
 namespace course::gpu_fault {
 namespace {
-
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 

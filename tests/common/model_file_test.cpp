@@ -11,6 +11,8 @@
 #include <string>
 
 #include "common/model_file.hpp"
+#include "error_of.hpp"
+#include "expect_contains.hpp"
 #include "trainer_process.hpp"
 
 namespace course {
@@ -58,9 +60,6 @@ std::string error_of(const std::string& path) {
   }
   return "(no error)";
 }
-
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"
 
 TEST(ModelFile, RoundTripIsBitExact) {
   const fs::path path = fresh_dir() / "model.bin";
@@ -290,26 +289,20 @@ TEST(ModelFileMatch, OtherArchitectureIsRefusedNamingBoth) {
   m.arch = "fc256,relu,fc128,relu,fc10";
   m.input = Shape3{1, 28, 28};
   m.classes = 10;
-  try {
-    check_model_matches(m, "conv16k3p1,relu,pool2,flatten,fc10", Shape3{1, 28, 28}, 10, "model.bin");
-    FAIL() << "expected ModelFileError";
-  } catch (const ModelFileError& e) {
-    EXPECT_CONTAINS(e.what(), "model.bin holds architecture 'fc256,relu,fc128,relu,fc10' for input 1x28x28");
-    EXPECT_CONTAINS(e.what(), "but this run builds 'conv16k3p1,relu,pool2,flatten,fc10' for input 1x28x28");
-    EXPECT_CONTAINS(e.what(), "(architecture differs)");
-  }
+  const std::string e = testkit::error_of<ModelFileError>(
+      [&] { check_model_matches(m, "conv16k3p1,relu,pool2,flatten,fc10", Shape3{1, 28, 28}, 10, "model.bin"); });
+  EXPECT_CONTAINS(e, "model.bin holds architecture 'fc256,relu,fc128,relu,fc10' for input 1x28x28");
+  EXPECT_CONTAINS(e, "but this run builds 'conv16k3p1,relu,pool2,flatten,fc10' for input 1x28x28");
+  EXPECT_CONTAINS(e, "(architecture differs)");
 }
 
 TEST(ModelFileMatch, OtherInputOrClassesAreRefused) {
   const ModelFile m = sample_model();
-  try {
-    check_model_matches(m, "fc4,relu,fc3", Shape3{3, 2, 2}, 3, "m.bin");
-    FAIL() << "expected ModelFileError";
-  } catch (const ModelFileError& e) {
-    EXPECT_CONTAINS(e.what(), "for input 1x2x2");
-    EXPECT_CONTAINS(e.what(), "for input 3x2x2");
-    EXPECT_CONTAINS(e.what(), "(input shape differs)");
-  }
+  const std::string e =
+      testkit::error_of<ModelFileError>([&] { check_model_matches(m, "fc4,relu,fc3", Shape3{3, 2, 2}, 3, "m.bin"); });
+  EXPECT_CONTAINS(e, "for input 1x2x2");
+  EXPECT_CONTAINS(e, "for input 3x2x2");
+  EXPECT_CONTAINS(e, "(input shape differs)");
   EXPECT_THROW(check_model_matches(m, "fc4,relu,fc3", Shape3{1, 2, 2}, 4, "m.bin"), ModelFileError);
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_contains.hpp"
 #include "trainer_process.hpp"
 
 namespace course {
@@ -18,9 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace trainer_process;
-
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"
 
 fs::path trainer() { return bin_dir() / "s01_train_solution"; }
 
@@ -51,6 +49,13 @@ void expect_ok(const Finished& f, const std::string& what) {
       << "stage 01's CpuEngine must expose its SGD velocities (Engine::get_optimizer_state) for checkpoints";
 }
 
+// The model file `got` holds the bits of `want`, which a run must have written.
+void expect_same_model_files(const std::string& want, const std::string& got, const std::string& why = "") {
+  const std::string a = slurp(want), b = slurp(got);
+  ASSERT_FALSE(a.empty());
+  EXPECT_TRUE(a == b) << "the model files differ" << why;
+}
+
 // One epoch, then resumed up to three. Under any schedule the first epoch's
 // rate is --lr itself, so this equals three epochs in one go.
 TEST(Stage01TrainerBinary, ResumeEqualsUninterruptedBitForBit) {
@@ -64,9 +69,7 @@ TEST(Stage01TrainerBinary, ResumeEqualsUninterruptedBitForBit) {
   const Finished resumed = run_trainer_binary(dir, "rest", quick(3, {"--resume", ckpt, "--save", got}));
   expect_ok(resumed, "resumed run");
   EXPECT_CONTAINS(resumed.out, "resumed " + ckpt + " after epoch 1");
-  const std::string a = slurp(want), b = slurp(got);
-  ASSERT_FALSE(a.empty());
-  EXPECT_TRUE(a == b) << "the model files differ: resume did not continue the run bit for bit";
+  expect_same_model_files(want, got, ": resume did not continue the run bit for bit");
 }
 
 // --epochs 0 --save writes the initial weights of the seed: training one epoch
@@ -127,9 +130,7 @@ TEST(Stage01TrainerBinary, SigintThenResumeEqualsUninterruptedBitForBit) {
   expect_ok(run_trainer_binary(dir, "rest", quick(epochs, {"--limit", "2000", "--resume", ckpt, "--save", got})),
             "resumed run");
   expect_ok(run_trainer_binary(dir, "whole", quick(epochs, {"--limit", "2000", "--save", want})), "uninterrupted run");
-  const std::string a = slurp(want), b = slurp(got);
-  ASSERT_FALSE(a.empty());
-  EXPECT_TRUE(a == b) << "the model files differ";
+  expect_same_model_files(want, got);
 }
 
 TEST(Stage01TrainerBinary, HugeLearningRateStopsWithTheDivergenceMessage) {

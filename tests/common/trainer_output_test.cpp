@@ -9,11 +9,14 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/arch.hpp"
 #include "common/trainer.hpp"
+#include "expect_contains.hpp"
 #include "trainer_process.hpp"
+#include "trainer_run.hpp"
 
 namespace course {
 namespace {
@@ -69,32 +72,18 @@ EngineFactory factory(Seen* seen, bool computes_mae = true) {
   };
 }
 
-struct RunResult {
-  int code = -1;
-  std::string out, err;
-};
+using trainer_run::RunResult;
 
 RunResult run(std::vector<std::string> args, const EngineFactory& make) {
   std::vector<std::string> all = {"s01_train", "--dataset", "synthetic", "--limit", "100", "--epochs", "2",
                                   "--no-progress"};
   all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  RunResult r;
-  testing::internal::CaptureStdout();
-  testing::internal::CaptureStderr();
-  r.code = run_trainer(static_cast<int>(argv.size()), argv.data(), kStage, make);
-  r.out = testing::internal::GetCapturedStdout();
-  r.err = testing::internal::GetCapturedStderr();
-  return r;
+  return trainer_run::run_in_process(kStage, make, std::move(all));
 }
 
 fs::path fresh_dir() { return trainer_process::fresh_dir("course_output"); }
 
 using trainer_process::read_json;
-
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"
 
 TEST(TrainerOutput, SigmoidOutputNeedsMse) {
   Seen seen;

@@ -11,12 +11,15 @@
 #include <regex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/not_implemented.hpp"
 #include "common/progress.hpp"
 #include "common/trainer.hpp"
+#include "expect_contains.hpp"
 #include "trainer_process.hpp"
+#include "trainer_run.hpp"
 
 namespace course {
 namespace {
@@ -109,22 +112,11 @@ EngineFactory fake_factory(Record* record, Mode mode = Mode::Normal) {
   };
 }
 
-struct RunResult {
-  int code = -1;
-  std::string out, err;
-};
+using trainer_run::RunResult;
 
 RunResult run(std::vector<std::string> args, const EngineFactory& factory, const StageInfo& stage = kStage) {
   args.insert(args.begin(), "s01_train");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  RunResult r;
-  testing::internal::CaptureStdout();
-  testing::internal::CaptureStderr();
-  r.code = run_trainer(static_cast<int>(argv.size()), argv.data(), stage, factory);
-  r.out = testing::internal::GetCapturedStdout();
-  r.err = testing::internal::GetCapturedStderr();
-  return r;
+  return trainer_run::run_in_process(stage, factory, std::move(args));
 }
 
 // The quick run every test starts from.
@@ -136,10 +128,13 @@ std::vector<std::string> quick(std::vector<std::string> more = {}) {
 
 fs::path fresh_dir() { return trainer_process::fresh_dir("course_trainer"); }
 
-using trainer_process::read_json;
+// The quick run of a fake engine, saved to `model`: the file the tests of --load start from.
+void save_trained_model(const std::string& model) {
+  Record trained;
+  ASSERT_EQ(run(quick({"--save", model}), fake_factory(&trained)).code, 0);
+}
 
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"
+using trainer_process::read_json;
 
 TEST(Trainer, TrainsAndPrintsWhatAPersonWants) {
   Record rec;
@@ -372,8 +367,7 @@ TEST(Trainer, VerboseShowsEvaluationTimeAndDataSources) {
 TEST(Trainer, SaveThenLoadAndEvaluate) {
   const fs::path dir = fresh_dir();
   const std::string model = (dir / "model.bin").string();
-  Record trained;
-  ASSERT_EQ(run(quick({"--save", model}), fake_factory(&trained)).code, 0);
+  ASSERT_NO_FATAL_FAILURE(save_trained_model(model));
   ASSERT_TRUE(fs::exists(model));
   EXPECT_FALSE(fs::exists(model + ".tmp"));
 
@@ -395,8 +389,8 @@ TEST(Trainer, SaveThenLoadAndEvaluate) {
 TEST(Trainer, LoadWithoutEvaluateGoesOnTraining) {
   const fs::path dir = fresh_dir();
   const std::string model = (dir / "model.bin").string();
-  Record first, second;
-  ASSERT_EQ(run(quick({"--save", model}), fake_factory(&first)).code, 0);
+  ASSERT_NO_FATAL_FAILURE(save_trained_model(model));
+  Record second;
   // A later flag wins over an earlier one, so scripts can append overrides.
   const RunResult r = run(quick({"--load", model, "--epochs", "1"}), fake_factory(&second));
   ASSERT_EQ(r.code, 0) << r.err;
@@ -407,8 +401,8 @@ TEST(Trainer, LoadWithoutEvaluateGoesOnTraining) {
 TEST(Trainer, LoadingAnotherArchitectureIsRefused) {
   const fs::path dir = fresh_dir();
   const std::string model = (dir / "model.bin").string();
+  ASSERT_NO_FATAL_FAILURE(save_trained_model(model));
   Record rec;
-  ASSERT_EQ(run(quick({"--save", model}), fake_factory(&rec)).code, 0);
   const RunResult r = run(quick({"--load", model, "--evaluate", "-m", "cnn"}), fake_factory(&rec));
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, model + " holds architecture 'fc256,relu,fc128,relu,fc10' for input 1x28x28");

@@ -24,22 +24,16 @@
 #include "common/data.hpp"
 #include "common/engine.hpp"
 #include "common/rng.hpp"
+#include "engine_config.hpp"
 #include "tensor_check.hpp"
 
 namespace course::testkit {
 
 /// The engine settings of the comparisons: the model `spec` (an --arch string) on `input`,
-/// 10 classes, SGD with momentum 0.9, seed 11.
+/// 10 classes, SGD with momentum 0.9, seed 11 (engine_config), and the loss.
 inline EngineConfig comparison_config(const std::string& spec, Shape3 input, int batch, double lr = 0.05,
                                       const std::string& loss = "cross-entropy") {
-  EngineConfig cfg;
-  cfg.arch = parse_arch(spec);
-  cfg.input = input;
-  cfg.classes = 10;
-  cfg.batch = batch;
-  cfg.lr = lr;
-  cfg.momentum = 0.9;
-  cfg.seed = 11;
+  EngineConfig cfg = engine_config(spec, input, batch, lr);
   cfg.loss = loss;
   return cfg;
 }

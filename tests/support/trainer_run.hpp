@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,33 +25,38 @@ struct RunResult {
   std::string out, err;
 };
 
-/// run_trainer with the command line `args` (the program's name first), its stdout and stderr captured.
-inline RunResult run_in_process(const StageInfo& stage, const EngineFactory& make, std::vector<std::string> args) {
+/// run_trainer with the command line `args` (the program's name first), its stdout and stderr captured;
+/// `extra_options` adds a stage's own flags, as that stage's main() does.
+inline RunResult run_in_process(const StageInfo& stage, const EngineFactory& make, std::vector<std::string> args,
+                                const std::function<void(CLI::App&)>& extra_options = {}) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   RunResult r;
   ::testing::internal::CaptureStdout();
   ::testing::internal::CaptureStderr();
-  r.code = run_trainer(static_cast<int>(argv.size()), argv.data(), stage, make);
+  r.code = run_trainer(static_cast<int>(argv.size()), argv.data(), stage, make, extra_options);
   r.out = ::testing::internal::GetCapturedStdout();
   r.err = ::testing::internal::GetCapturedStderr();
   return r;
 }
 
 /// run_in_process with `--json <file> --no-progress` added, `program` first: the JSON the trainer
-/// wrote, or an empty one and a test failure that shows its output when it wrote none. The
-/// file is TempDir()/<program>_test.json. Its exit status goes to *exit_code.
+/// wrote, or an empty one when it wrote none. The file is TempDir()/<program>_test.json. Its exit
+/// status goes to *exit_code and, when `output` is given, its stdout and stderr to *output; without
+/// `output`, a run that wrote no JSON is a test failure that shows them.
 inline nlohmann::json run_for_json(const StageInfo& stage, const EngineFactory& make, const std::string& program,
-                                   std::vector<std::string> args, int* exit_code) {
+                                   std::vector<std::string> args, int* exit_code, std::string* output = nullptr,
+                                   const std::function<void(CLI::App&)>& extra_options = {}) {
   const std::string json_path = ::testing::TempDir() + program + "_test.json";
   std::remove(json_path.c_str());
   args.insert(args.begin(), program);
   for (const char* a : {"--json", json_path.c_str(), "--no-progress"}) args.push_back(a);
-  const RunResult r = run_in_process(stage, make, std::move(args));
+  const RunResult r = run_in_process(stage, make, std::move(args), extra_options);
   *exit_code = r.code;
+  if (output) *output = r.out + r.err;
   std::ifstream in(json_path);
   if (!in) {
-    ADD_FAILURE() << "the trainer wrote no JSON; its output:\n" << r.out << r.err;
+    if (!output) ADD_FAILURE() << "the trainer wrote no JSON; its output:\n" << r.out << r.err;
     return {};
   }
   return nlohmann::json::parse(in);
