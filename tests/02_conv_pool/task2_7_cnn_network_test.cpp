@@ -125,7 +125,7 @@ TEST(Task2_7_CnnNetwork, HeInitUsesConvFanIn) {
 // parameters after some training steps.
 TEST(Task2_7_CnnNetwork, MlpMatchesStage01BitForBit) {
   const Dataset train = make_synthetic(320, {1, 28, 28}, 10, 3);
-  const EngineConfig cfg = testkit::engine_config(named_model_spec("mlp"), train.shape, 32, 0.05);
+  const EngineConfig cfg = testkit::sgd_config(named_model_spec("mlp"), train.shape, 32, 0.05);
   Network<float> stage01(cfg.arch, cfg.input, cfg.classes);
   Network<float> stage02(cfg.arch, cfg.input, cfg.classes, make_cnn_layer<float>);
   stage01.init(cfg.seed);
@@ -153,7 +153,7 @@ TEST(Task2_7_CnnTraining, LossFallsAndAccuracyRises) {
   const Dataset train = make_synthetic(1024, {1, 28, 28}, 10, 1);
   const Dataset test = make_synthetic(512, {1, 28, 28}, 10, 2);
   const EngineConfig cfg =
-      testkit::engine_config("conv8k3p1,relu,pool2,conv16k3p1,relu,pool2,flatten,fc10", train.shape, 32, 0.02);
+      testkit::sgd_config("conv8k3p1,relu,pool2,conv16k3p1,relu,pool2,flatten,fc10", train.shape, 32, 0.02);
   CpuEngine engine(cfg, make_cnn_layer<float>);
   const EpochStats before = engine.evaluate(test, nullptr);
   double first_loss = 0, last_loss = 0;

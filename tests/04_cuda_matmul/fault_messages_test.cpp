@@ -44,6 +44,13 @@ Finished run_planted(const fs::path& dir, const std::string& filter, const std::
   return f;
 }
 
+// The planted tests matching `filter`, run in `dir`, which must fail (exit code 1), not crash.
+Finished run_failing_planted(const fs::path& dir, const std::string& filter) {
+  const Finished f = run_planted(dir, filter);
+  EXPECT_EQ(f.code, 1) << "a failed test, not a crash:\n" << f.out << f.err;
+  return f;
+}
+
 std::string command_for(const std::string& tool, const std::string& test) {
   return "compute-sanitizer --tool " + tool + " " + planted().string() + " --gtest_filter='" + test + "'";
 }
@@ -53,8 +60,7 @@ std::string command_for(const std::string& tool, const std::string& test) {
 TEST(Stage04_FaultMessages, ARefusedLaunchNamesTheTaskTheErrorAndTheCommand) {
   REQUIRE_PLANTED();
   const fs::path dir = fresh_dir("course_faults");
-  const Finished f = run_planted(dir, "Task4_1_*");
-  EXPECT_EQ(f.code, 1) << "a failed test, not a crash:\n" << f.out << f.err;
+  const Finished f = run_failing_planted(dir, "Task4_1_*");
   const std::string test = "Task4_1_PlantedLaunchError.ABlockOfTooManyThreads";
   // CUDA 13.0 on the H100 refused a block of 2048 threads with cudaErrorInvalidValue,
   // where the documentation names cudaErrorInvalidConfiguration: either is the launch's fault.
@@ -69,8 +75,7 @@ TEST(Stage04_FaultMessages, ARefusedLaunchNamesTheTaskTheErrorAndTheCommand) {
 TEST(Stage04_FaultMessages, AnIllegalAddressNamesTheTaskAndLaterTestsSayTheContextIsLost) {
   REQUIRE_PLANTED();
   const fs::path dir = fresh_dir("course_faults");
-  const Finished f = run_planted(dir, "Task4_2_*");
-  EXPECT_EQ(f.code, 1) << "a failed test, not a crash:\n" << f.out << f.err;
+  const Finished f = run_failing_planted(dir, "Task4_2_*");
   const std::string first = "Task4_2_PlantedOutOfBounds.WritesPastTheEndOfC";
   const std::string message = "GPU fault in Task 4.2's code: an illegal memory access was encountered "
                               "(cudaErrorIllegalAddress) (test " + first + "); find the line with: " +

@@ -102,3 +102,11 @@ inline void expect_matches_cublas(int kernel, const std::vector<GemmShape>& shap
 }
 
 }  // namespace course::gputest
+
+/// Test `Name` of suite `Suite`: `kernel` against cuBLAS on `shapes` (expect_matches_cublas()),
+/// skipped without a GPU.
+#define S04_MATCHES_CUBLAS_TEST(Suite, Name, kernel, shapes)   \
+  TEST(Suite, Name) {                                          \
+    SKIP_WITHOUT_GPU();                                        \
+    ::course::gputest::expect_matches_cublas(kernel, shapes); \
+  }

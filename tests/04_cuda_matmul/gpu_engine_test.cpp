@@ -10,6 +10,7 @@
 
 #include "01_fc_softmax/network.hpp"
 #include "common/checkpoint.hpp"
+#include "engine_config.hpp"
 #include "gpu_testkit.hpp"
 #include "mlp_comparison.hpp"
 #include "mlp_engine.hpp"
@@ -20,11 +21,7 @@ using namespace course::gputest;
 namespace {
 
 EngineConfig config_for(const std::string& spec, Shape3 input, int batch) {
-  EngineConfig cfg;
-  cfg.arch = parse_arch(spec);
-  cfg.input = input;
-  cfg.classes = 10;
-  cfg.batch = batch;
+  EngineConfig cfg = testkit::engine_config(spec, input, 10, batch);
   cfg.seed = 23;
   return cfg;
 }

@@ -17,6 +17,7 @@
 
 #include "01_fc_softmax/network.hpp"
 #include "01_fc_softmax/train.hpp"
+#include "engine_config.hpp"
 #include "gpu_testkit.hpp"
 #include "mlp_comparison.hpp"
 #include "mlp_engine.hpp"
@@ -32,11 +33,7 @@ const char* const kPractice = "fc16,leaky0.1,fc8,leaky0.1,fc3,sigmoid";
 const Shape3 kFeatures{12, 1, 1};
 
 EngineConfig config_for(const std::string& spec, const Dataset& d, int batch, const std::string& loss = "mse") {
-  EngineConfig cfg;
-  cfg.arch = parse_arch(spec);
-  cfg.input = d.shape;
-  cfg.classes = d.classes;
-  cfg.batch = batch;
+  EngineConfig cfg = testkit::engine_config(spec, d.shape, d.classes, batch);
   cfg.lr = 0.5;  // the practice's rate: sigmoid outputs under MSE have small gradients
   cfg.momentum = 0.9;
   cfg.seed = 29;

@@ -14,6 +14,7 @@
 
 #include "01_fc_softmax/network.hpp"
 #include "01_fc_softmax/train.hpp"
+#include "engine_config.hpp"
 #include "gpu_testkit.hpp"
 #include "mlp_comparison.hpp"
 #include "mlp_engine.hpp"
@@ -26,11 +27,7 @@ namespace {
 
 EngineConfig config_for(const std::string& spec, const Dataset& d, int batch,
                         const std::string& loss = "cross-entropy") {
-  EngineConfig cfg;
-  cfg.arch = parse_arch(spec);
-  cfg.input = d.shape;
-  cfg.classes = d.classes;
-  cfg.batch = batch;
+  EngineConfig cfg = testkit::engine_config(spec, d.shape, d.classes, batch);
   cfg.lr = 0.01;
   cfg.momentum = 0.9;
   cfg.seed = 17;

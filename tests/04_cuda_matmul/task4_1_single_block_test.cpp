@@ -29,7 +29,4 @@ TEST(Task4_1_SingleBlock, RefusesMoreThan1024Outputs) {
   }
 }
 
-TEST(Task4_1_SingleBlock, MatchesCublasUpTo1024Outputs) {
-  SKIP_WITHOUT_GPU();
-  expect_matches_cublas(kGemmSingleBlock, single_block_shapes());
-}
+S04_MATCHES_CUBLAS_TEST(Task4_1_SingleBlock, MatchesCublasUpTo1024Outputs, kGemmSingleBlock, single_block_shapes())

@@ -6,12 +6,5 @@
 using namespace course;
 using namespace course::gputest;
 
-TEST(Task4_2_Grid, MatchesCublasOnSmallAwkwardSizes) {
-  SKIP_WITHOUT_GPU();
-  expect_matches_cublas(kGemmGrid, small_gemm_shapes());
-}
-
-TEST(Task4_2_Grid, MatchesCublasOnLargeSizes) {
-  SKIP_WITHOUT_GPU();
-  expect_matches_cublas(kGemmGrid, large_gemm_shapes());
-}
+S04_MATCHES_CUBLAS_TEST(Task4_2_Grid, MatchesCublasOnSmallAwkwardSizes, kGemmGrid, small_gemm_shapes())
+S04_MATCHES_CUBLAS_TEST(Task4_2_Grid, MatchesCublasOnLargeSizes, kGemmGrid, large_gemm_shapes())

@@ -6,12 +6,5 @@
 using namespace course;
 using namespace course::gputest;
 
-TEST(Task4_3_Coalesced, MatchesCublasOnSmallAwkwardSizes) {
-  SKIP_WITHOUT_GPU();
-  expect_matches_cublas(kGemmCoalesced, small_gemm_shapes());
-}
-
-TEST(Task4_3_Coalesced, MatchesCublasOnLargeSizes) {
-  SKIP_WITHOUT_GPU();
-  expect_matches_cublas(kGemmCoalesced, large_gemm_shapes());
-}
+S04_MATCHES_CUBLAS_TEST(Task4_3_Coalesced, MatchesCublasOnSmallAwkwardSizes, kGemmCoalesced, small_gemm_shapes())
+S04_MATCHES_CUBLAS_TEST(Task4_3_Coalesced, MatchesCublasOnLargeSizes, kGemmCoalesced, large_gemm_shapes())

@@ -6,22 +6,7 @@
 using namespace course;
 using namespace course::gputest;
 
-TEST(Task4_4_Tiled, Tile16MatchesCublasOnSmallAwkwardSizes) {
-  SKIP_WITHOUT_GPU();
-  expect_matches_cublas(kGemmTiled16, small_gemm_shapes());
-}
-
-TEST(Task4_4_Tiled, Tile32MatchesCublasOnSmallAwkwardSizes) {
-  SKIP_WITHOUT_GPU();
-  expect_matches_cublas(kGemmTiled32, small_gemm_shapes());
-}
-
-TEST(Task4_4_Tiled, Tile16MatchesCublasOnLargeSizes) {
-  SKIP_WITHOUT_GPU();
-  expect_matches_cublas(kGemmTiled16, large_gemm_shapes());
-}
-
-TEST(Task4_4_Tiled, Tile32MatchesCublasOnLargeSizes) {
-  SKIP_WITHOUT_GPU();
-  expect_matches_cublas(kGemmTiled32, large_gemm_shapes());
-}
+S04_MATCHES_CUBLAS_TEST(Task4_4_Tiled, Tile16MatchesCublasOnSmallAwkwardSizes, kGemmTiled16, small_gemm_shapes())
+S04_MATCHES_CUBLAS_TEST(Task4_4_Tiled, Tile32MatchesCublasOnSmallAwkwardSizes, kGemmTiled32, small_gemm_shapes())
+S04_MATCHES_CUBLAS_TEST(Task4_4_Tiled, Tile16MatchesCublasOnLargeSizes, kGemmTiled16, large_gemm_shapes())
+S04_MATCHES_CUBLAS_TEST(Task4_4_Tiled, Tile32MatchesCublasOnLargeSizes, kGemmTiled32, large_gemm_shapes())

@@ -6,15 +6,9 @@
 using namespace course;
 using namespace course::gputest;
 
-TEST(Task4_5_RegisterTiled, MatchesCublasOnSmallAwkwardSizes) {
-  SKIP_WITHOUT_GPU();
-  expect_matches_cublas(kGemmRegisterTiled, small_gemm_shapes());
-}
-
-TEST(Task4_5_RegisterTiled, MatchesCublasOnLargeSizes) {
-  SKIP_WITHOUT_GPU();
-  expect_matches_cublas(kGemmRegisterTiled, large_gemm_shapes());
-}
+S04_MATCHES_CUBLAS_TEST(Task4_5_RegisterTiled, MatchesCublasOnSmallAwkwardSizes, kGemmRegisterTiled,
+                        small_gemm_shapes())
+S04_MATCHES_CUBLAS_TEST(Task4_5_RegisterTiled, MatchesCublasOnLargeSizes, kGemmRegisterTiled, large_gemm_shapes())
 
 // Split-K in one launch (for a small C and a long K, such as a conv layer's weight
 // gradient): the partial products of the slices of K add up to the whole product,

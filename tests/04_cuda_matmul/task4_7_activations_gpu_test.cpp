@@ -34,6 +34,24 @@ constexpr double kAtol = 1e-6, kRtol = 1e-5;
 // Leaky ReLU's default slope, as every stage passes it unless a spec says otherwise.
 constexpr float kSlope = static_cast<float>(kLeakySlope);
 
+/// got against stage 01's ref, element by element, within the tolerances above.
+::testing::AssertionResult matches_stage01(const std::string& what, const std::vector<float>& got,
+                                           const std::vector<float>& ref) {
+  return close_enough(what, got, ref, {{"i", static_cast<int>(ref.size())}}, kAtol, kRtol, kRtol);
+}
+
+/// y and dx of activation f on the GPU: its forward pass on x, then its backward pass from dy.
+struct GpuPasses {
+  std::vector<float> y, dx;
+};
+GpuPasses gpu_passes(Activation f, const std::vector<float>& x, const std::vector<float>& dy, float slope) {
+  const long n = static_cast<long>(x.size());
+  DeviceBuffer<float> dev_x = to_device(x), dev_y(x.size()), dev_dy = to_device(dy), dx(x.size());
+  activation_forward_gpu(f, dev_x.get(), dev_y.get(), n, slope);
+  activation_backward_gpu(f, dev_x.get(), dev_y.get(), dev_dy.get(), dx.get(), n, slope);
+  return {to_host(dev_y), to_host(dx)};
+}
+
 }  // namespace
 
 TEST(Task4_7_ActivationsGpu, ForwardMatchesStage01) {
@@ -46,8 +64,7 @@ TEST(Task4_7_ActivationsGpu, ForwardMatchesStage01) {
     const std::vector<float> got = to_host(y);
     std::vector<float> ref(x.size());
     activation_forward(f, x.data(), ref.data(), n);
-    EXPECT_TRUE(close_enough(std::string(activation_name(f)) + " forward", got, ref, {{"i", static_cast<int>(n)}},
-                             kAtol, kRtol, kRtol));
+    EXPECT_TRUE(matches_stage01(std::string(activation_name(f)) + " forward", got, ref));
   }
 }
 
@@ -59,14 +76,10 @@ TEST(Task4_7_ActivationsGpu, BackwardMatchesStage01) {
   for (Activation f : kAll) {
     // Both sides get the same y (the GPU's forward, so that the GPU code runs
     // first), and only the backward passes are compared.
-    DeviceBuffer<float> dev_x = to_device(x), dev_y(x.size()), dev_dy = to_device(dy), dx(x.size());
-    activation_forward_gpu(f, dev_x.get(), dev_y.get(), n, kSlope);
-    activation_backward_gpu(f, dev_x.get(), dev_y.get(), dev_dy.get(), dx.get(), n, kSlope);
-    const std::vector<float> y = to_host(dev_y), got = to_host(dx);
+    const GpuPasses got = gpu_passes(f, x, dy, kSlope);
     std::vector<float> ref(x.size());
-    activation_backward(f, x.data(), y.data(), dy.data(), ref.data(), n);
-    EXPECT_TRUE(close_enough(std::string(activation_name(f)) + " backward", got, ref, {{"i", static_cast<int>(n)}},
-                             kAtol, kRtol, kRtol));
+    activation_backward(f, x.data(), got.y.data(), dy.data(), ref.data(), n);
+    EXPECT_TRUE(matches_stage01(std::string(activation_name(f)) + " backward", got.dx, ref));
   }
 }
 
@@ -77,16 +90,12 @@ TEST(Task4_7_ActivationsGpu, LeakySlopeIsTheArgument) {
   const std::vector<float> dy = random_floats(x.size(), 74);
   const long n = static_cast<long>(x.size());
   for (const float slope : {0.1f, 0.3f}) {
-    DeviceBuffer<float> dev_x = to_device(x), dev_y(x.size()), dev_dy = to_device(dy), dx(x.size());
-    activation_forward_gpu(Activation::LeakyReLU, dev_x.get(), dev_y.get(), n, slope);
-    activation_backward_gpu(Activation::LeakyReLU, dev_x.get(), dev_y.get(), dev_dy.get(), dx.get(), n, slope);
+    const GpuPasses got = gpu_passes(Activation::LeakyReLU, x, dy, slope);
     std::vector<float> ref_y(x.size()), ref_dx(x.size());
     activation_forward(Activation::LeakyReLU, x.data(), ref_y.data(), n, slope);
     activation_backward(Activation::LeakyReLU, x.data(), ref_y.data(), dy.data(), ref_dx.data(), n, slope);
     const std::string what = "leaky, slope " + std::to_string(slope) + " (the kernels' argument, not kLeakySlope)";
-    EXPECT_TRUE(close_enough(what + " forward", to_host(dev_y), ref_y, {{"i", static_cast<int>(n)}}, kAtol, kRtol,
-                             kRtol));
-    EXPECT_TRUE(close_enough(what + " backward", to_host(dx), ref_dx, {{"i", static_cast<int>(n)}}, kAtol, kRtol,
-                             kRtol));
+    EXPECT_TRUE(matches_stage01(what + " forward", got.y, ref_y));
+    EXPECT_TRUE(matches_stage01(what + " backward", got.dx, ref_dx));
   }
 }

@@ -19,8 +19,6 @@
 // in another order could still be off by.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cfloat>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -32,6 +30,7 @@
 #include "cnn_engine.hpp"
 #include "common/gpu/gpu_engine.hpp"
 #include "05_im2col_gemm/pool_gpu.hpp"
+#include "avgpool_tolerance.hpp"
 #include "cnn_comparison.hpp"
 #include "common/data.hpp"
 #include "pool_cases.hpp"
@@ -55,13 +54,6 @@ std::vector<PoolCase> avgpool_cases() {
 
 std::string describe(const PoolCase& c) { return "batch " + std::to_string(c.B) + ", " + c.g.str("average-pool"); }
 
-/// K*K * FLT_EPSILON * max|v| (above).
-double pool_atol(const PoolGeometry& g, const std::vector<float>& v) {
-  float m = 0.f;
-  for (float x : v) m = std::max(m, std::fabs(x));
-  return static_cast<double>(g.K * g.K) * FLT_EPSILON * m;
-}
-
 }  // namespace
 
 TEST(Stage05_AvgPool, ForwardMatchesStage02OnEveryShape) {
@@ -73,7 +65,8 @@ TEST(Stage05_AvgPool, ForwardMatchesStage02OnEveryShape) {
     avgpool_forward_gpu(dev_x.get(), y.get(), c.B, c.g);
     std::vector<float> want(y.size());
     avgpool_forward(x.data(), want.data(), c.B, c.g);
-    EXPECT_TRUE(close("y, " + describe(c), to_host(y), want, pool_output_shape(c), pool_atol(c.g, x), 0));
+    EXPECT_TRUE(
+        close("y, " + describe(c), to_host(y), want, pool_output_shape(c), testkit::avgpool_atol(c.g, x), 0));
   }
 }
 
@@ -87,7 +80,8 @@ TEST(Stage05_AvgPool, BackwardMatchesStage02OnEveryShape) {
     avgpool_backward_gpu(dev_dy.get(), dx.get(), c.B, c.g);
     std::vector<float> want(dx.size());
     avgpool_backward(dy.data(), want.data(), c.B, c.g);
-    EXPECT_TRUE(close("dx, " + describe(c), to_host(dx), want, pool_input_shape(c), pool_atol(c.g, dy), 0));
+    EXPECT_TRUE(
+        close("dx, " + describe(c), to_host(dx), want, pool_input_shape(c), testkit::avgpool_atol(c.g, dy), 0));
   }
 }
 

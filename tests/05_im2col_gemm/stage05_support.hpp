@@ -26,6 +26,7 @@
 #include "common/cuda_check.hpp"
 #include "common/rng.hpp"
 #include "common/tensor.hpp"
+#include "conv_shapes.hpp"
 #include "tensor_check.hpp"
 
 namespace course::s05test {
@@ -80,18 +81,11 @@ template <typename G, typename R>
   return close(what, got, ref, TensorShape(shape), atol, rtol);
 }
 
-/// Shapes of a conv layer's tensors, their axes named: x and dx [n, c, h, w], y [n, c, h, w]
-/// (c the output channel), W and dW [o, c, kh, kw], b and db [o].
-inline TensorShape input_shape(int B, const ConvGeometry& g) {
-  return {{"n", B}, {"c", g.C_in}, {"h", g.H}, {"w", g.W}};
-}
-inline TensorShape output_shape(int B, const ConvGeometry& g) {
-  return {{"n", B}, {"c", g.C_out}, {"h", g.out_h()}, {"w", g.out_w()}};
-}
-inline TensorShape weight_shape(const ConvGeometry& g) {
-  return {{"o", g.C_out}, {"c", g.C_in}, {"kh", g.K}, {"kw", g.K}};
-}
-inline TensorShape bias_shape(const ConvGeometry& g) { return {{"o", g.C_out}}; }
+// Shapes of a conv layer's tensors, their axes named (tests/support/conv_shapes.hpp).
+using testkit::bias_shape;
+using testkit::input_shape;
+using testkit::output_shape;
+using testkit::weight_shape;
 
 /// One way to run the conv GEMMs: the kernel and the unroll every conv test goes through.
 struct ConvVariant {

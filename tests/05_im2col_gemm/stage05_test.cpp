@@ -23,6 +23,7 @@
 #include "05_im2col_gemm/pool_gpu.hpp"
 #include "05_im2col_gemm/split_k.hpp"
 #include "common/trainer.hpp"
+#include "engine_config.hpp"
 #include "stage05_support.hpp"
 #include "trainer_run.hpp"
 
@@ -47,12 +48,7 @@ std::string invalid_argument_message(F&& f) {
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 EngineConfig config(const std::string& spec, Shape3 input, int batch) {
-  EngineConfig cfg;
-  cfg.arch = parse_arch(spec);
-  cfg.input = input;
-  cfg.classes = 10;
-  cfg.batch = batch;
-  return cfg;
+  return testkit::engine_config(spec, input, 10, batch);
 }
 }  // namespace
 

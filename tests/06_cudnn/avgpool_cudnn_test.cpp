@@ -18,8 +18,6 @@
 // outside the tolerance; the padded cases and the hand example catch it.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cfloat>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -28,6 +26,7 @@
 #include "02_conv_pool/avgpool.hpp"
 #include "02_conv_pool/cnn.hpp"
 #include "06_cudnn/avgpool_cudnn.hpp"
+#include "avgpool_tolerance.hpp"
 #include "cudnn_step_engine.hpp"
 #include "cnn_comparison.hpp"
 #include "common/data.hpp"
@@ -39,11 +38,6 @@ using namespace course::s06test;
 
 namespace {
 
-struct PoolCase {
-  int B;
-  PoolGeometry g;
-};
-
 // Strides 1 and 2, padding 0, 1 and 2 (P = K - 1), overlapping windows, odd and
 // non-square sizes, batches of 1 to 64 (pool1 of `cnn` at batch 64).
 //                                C  H  W  K  S  P
@@ -54,11 +48,8 @@ const PoolCase kCases[] = {{2, {3, 6, 8, 2, 2, 0}}, {2, {2, 7, 5, 2, 2, 0}},  {2
 
 std::string describe(const PoolCase& c) { return c.g.str("average-pool") + ", batch " + std::to_string(c.B); }
 
-double atol_for(const PoolGeometry& g, const std::vector<double>& v) {
-  double m = 0;
-  for (double x : v) m = std::max(m, std::fabs(x));
-  return static_cast<double>(g.K * g.K) * FLT_EPSILON * m;
-}
+// The given average pool's calls (avgpool_cudnn.hpp), for run_pool().
+const PoolCalls kAvgPool{describe_avgpool, avgpool_forward_cudnn, avgpool_backward_cudnn};
 
 }  // namespace
 
@@ -67,23 +58,17 @@ TEST(Stage06_AvgPool, MatchesStage02OnEveryShape) {
   for (const PoolCase& c : kCases) {
     SCOPED_TRACE(describe(c));
     const PoolGeometry& g = c.g;
-    TestGpu gpu;
-    PoolDescriptors d;
-    describe_avgpool(d, g, c.B);
     const auto x = as_float_values(testkit::random_vector(static_cast<std::size_t>(c.B) * g.in_size(), 71));
     const auto dy = as_float_values(testkit::random_vector(static_cast<std::size_t>(c.B) * g.out_size(), 72));
-    const auto dev_x = to_device(x), dev_dy = to_device(dy);
-    auto y = filled(static_cast<std::size_t>(c.B) * g.out_size(), -99.f);
-    auto dx = filled(static_cast<std::size_t>(c.B) * g.in_size(), 99.f);
-    avgpool_forward_cudnn(gpu.h(), d, dev_x.get(), y.get());
-    avgpool_backward_cudnn(gpu.h(), d, dev_x.get(), y.get(), dev_dy.get(), dx.get());
-    const auto got_y = to_host(y), got_dx = to_host(dx);
+    const auto [got_y, got_dx] = run_pool(kAvgPool, c, x, dy, -99.f);
 
     std::vector<double> want_y(got_y.size()), want_dx(got_dx.size());
     avgpool_forward(x.data(), want_y.data(), c.B, g);
     avgpool_backward(dy.data(), want_dx.data(), c.B, g);
-    EXPECT_TRUE(all_close("y of " + describe(c), got_y, want_y, {c.B, g.C, g.out_h(), g.out_w()}, atol_for(g, x), 0));
-    EXPECT_TRUE(all_close("dx of " + describe(c), got_dx, want_dx, {c.B, g.C, g.H, g.W}, atol_for(g, dy), 0));
+    EXPECT_TRUE(all_close("y of " + describe(c), got_y, want_y, {c.B, g.C, g.out_h(), g.out_w()},
+                          testkit::avgpool_atol(g, x), 0));
+    EXPECT_TRUE(
+        all_close("dx of " + describe(c), got_dx, want_dx, {c.B, g.C, g.H, g.W}, testkit::avgpool_atol(g, dy), 0));
   }
 }
 
@@ -92,17 +77,10 @@ TEST(Stage06_AvgPool, MatchesStage02OnEveryShape) {
 // Exact in float. _EXCLUDE_PADDING would give 1, 2.5, 5.5, 7 and dx 4, 4, 4, 6, ...
 TEST(Stage06_AvgPool, PaddedCellsCountAsZerosHandExample) {
   S06_SKIP_WITHOUT_GPU();
-  TestGpu gpu;
-  const PoolGeometry g{1, 3, 3, 2, 2, 1};
-  PoolDescriptors d;
-  describe_avgpool(d, g, 1);
-  const auto x = to_device({1, 2, 3, 4, 5, 6, 7, 8, 9});
-  const auto dy = to_device({4, 8, 12, 16});
-  auto y = filled(4, -99.f), dx = filled(9, 99.f);
-  avgpool_forward_cudnn(gpu.h(), d, x.get(), y.get());
-  avgpool_backward_cudnn(gpu.h(), d, x.get(), y.get(), dy.get(), dx.get());
-  EXPECT_EQ(to_host(y), (std::vector<double>{0.25, 1.25, 2.75, 7}));
-  EXPECT_EQ(to_host(dx), (std::vector<double>{1, 2, 2, 3, 4, 4, 3, 4, 4}));
+  const PoolCase c{1, {1, 3, 3, 2, 2, 1}};
+  const auto [y, dx] = run_pool(kAvgPool, c, {1, 2, 3, 4, 5, 6, 7, 8, 9}, {4, 8, 12, 16}, -99.f);
+  EXPECT_EQ(y, (std::vector<double>{0.25, 1.25, 2.75, 7}));
+  EXPECT_EQ(dx, (std::vector<double>{1, 2, 2, 3, 4, 4, 3, 4, 4}));
 }
 
 // Padding 2 on a 2x2 window (the max-pooling study's "padding 2"): the first

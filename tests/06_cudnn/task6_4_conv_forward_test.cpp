@@ -14,7 +14,6 @@
 
 using namespace course;
 using namespace course::s06test;
-using reference::ConvCase;
 
 namespace {
 
@@ -22,22 +21,16 @@ namespace {
 // [-1, 1], so FP32 rounding stays near 1e-6; the FFT and Winograd algorithms
 // transform their inputs and round a little more. 1e-4 of the output scale
 // holds all of them with room; a wrong index or a flipped kernel is off by O(1).
+// (FFT and Winograd get the looser kAbsTransformed: abs_tolerance(), s06_support.hpp.)
 constexpr double kAbs = 1e-4, kRel = 1e-4;
-// FFT and Winograd transform their operands and round more (2.6e-3 of the
-// output scale measured on a 5x5 layer); they are checked, with this looser
-// bound, but never chosen for training (rounds_like_direct()).
-constexpr double kAbsTransformed = 5e-3;
-template <typename Algo>
-double abs_tolerance(Algo a) { return rounds_like_direct(a) ? kAbs : kAbsTransformed; }
 
-void check_forward(const ConvCase& c) {
-  S06_SKIP_WITHOUT_GPU();
-  const ConvGeometry& g = c.g;
-  const std::string what = reference::describe(c);
+// y of B examples on g, for every forward algorithm cuDNN offers (the caller skips without a GPU).
+void check_forward(int B, const ConvGeometry& g) {
+  const std::string what = reference::describe({B, g});
   TestGpu gpu;
   ConvDescriptors d;
-  test_conv_descriptors(d, g, c.B);
-  const auto x = as_float_values(testkit::random_vector(c.B * g.in_size(), 11));
+  test_conv_descriptors(d, g, B);
+  const auto x = as_float_values(testkit::random_vector(B * g.in_size(), 11));
   const auto W = as_float_values(testkit::random_vector(g.weight_size(), 12));
   const auto b = as_float_values(testkit::random_vector(g.C_out, 13));
   const auto dx = to_device(x), dW = to_device(W), db = to_device(b);
@@ -49,34 +42,23 @@ void check_forward(const ConvCase& c) {
     a.forward = r.algo;
     a.forward_bytes = workspace_of(gpu.h(), d, r.algo);
     DeviceBuffer<unsigned char> ws(std::max<std::size_t>(a.forward_bytes, 1));
-    auto y = filled(c.B * g.out_size(), -12345.f);  // every output must be written
+    auto y = filled(B * g.out_size(), -12345.f);  // every output must be written
     conv_forward_cudnn(gpu.h(), d, a, {ws.get(), a.forward_bytes}, dx.get(), dW.get(), db.get(), y.get());
     const std::vector<double> got = to_host(y);
     if (want.empty()) {  // stage 02's layer, in double, on the same float inputs (after the GPU: Task 6.4 fails first)
       want.resize(got.size());
-      conv2d_forward(x.data(), W.data(), b.data(), want.data(), c.B, g);
+      conv2d_forward(x.data(), W.data(), b.data(), want.data(), B, g);
     }
     EXPECT_TRUE(all_close("y of " + what + ", forward algorithm " + algorithm_name(r.algo), got, want,
-                          output_shape(c.B, g), abs_tolerance(r.algo) * scale_of(want), kRel));
+                          output_shape(B, g), abs_tolerance(r.algo, kAbs) * scale_of(want), kRel));
   }
 }
 
 }  // namespace
 
-TEST(Task6_4_ConvForward, K3Pad1NonSquareBatch) { check_forward(reference::kK3Pad1NonSquare); }
-TEST(Task6_4_ConvForward, K3Pad0) { check_forward(reference::kK3Pad0); }
-TEST(Task6_4_ConvForward, K5Pad2) { check_forward(reference::kK5Pad2); }
-TEST(Task6_4_ConvForward, K3Pad2) { check_forward(reference::kK3Pad2); }
-TEST(Task6_4_ConvForward, K1) { check_forward(reference::kK1); }
-TEST(Task6_4_ConvForward, K1Stride2) { check_forward(reference::kK1Stride2); }
-TEST(Task6_4_ConvForward, K3Pad1Stride2) { check_forward(reference::kK3Pad1Stride2); }
-TEST(Task6_4_ConvForward, K5Pad1Stride2) { check_forward(reference::kK5Pad1Stride2); }
-TEST(Task6_4_ConvForward, K5Pad2Stride2) { check_forward(reference::kK5Pad2Stride2); }
-TEST(Task6_4_ConvForward, K3Pad0Stride3) { check_forward(reference::kK3Pad0Stride3); }
-TEST(Task6_4_ConvForward, CnnLayersAtBatch64) {
-  check_forward({64, ConvGeometry{1, 28, 28, 16, 3, 1, 1}});
-  check_forward({64, ConvGeometry{16, 14, 14, 32, 3, 1, 1}});
-}
+// One test per shape of stage 02's gradient checks, and `cnn`'s conv layers at batch 64
+// (S06_CONV_LAYER_TESTS, s06_support.hpp).
+S06_CONV_LAYER_TESTS(Task6_4_ConvForward, check_forward)
 
 // Stage 02's hand example (tests/02_conv_pool): a 3x3 image, a 2x2 filter, bias
 // 0.5, no padding: 1*1 + 2*2 + 3*4 + 4*5 + 0.5 = 37.5 at the top left. A

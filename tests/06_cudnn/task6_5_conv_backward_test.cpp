@@ -22,13 +22,8 @@ namespace {
 // products of values in [-1, 1] (dW sums over B * Ho * Wo), checked to 1e-4 of
 // the output scale; a missing flip, a wrong padding offset or a stride
 // mistake is off by O(1).
+// (FFT and Winograd get the looser kAbsTransformed: abs_tolerance(), s06_support.hpp.)
 constexpr double kAbs = 1e-4, kRel = 1e-4;
-// FFT and Winograd transform their operands and round more (2.6e-3 of the
-// output scale measured on a 5x5 layer); they are checked, with this looser
-// bound, but never chosen for training (rounds_like_direct()).
-constexpr double kAbsTransformed = 5e-3;
-template <typename Algo>
-double abs_tolerance(Algo a) { return rounds_like_direct(a) ? kAbs : kAbsTransformed; }
 
 struct Inputs {
   std::vector<double> x, W, dy;
@@ -41,14 +36,14 @@ Inputs inputs(const ConvCase& c) {
           as_float_values(testkit::random_vector(c.B * g.out_size(), 23))};
 }
 
-void check_backward(const ConvCase& c) {
-  S06_SKIP_WITHOUT_GPU();
-  const ConvGeometry& g = c.g;
-  const std::string what = reference::describe(c);
+// dx, dW and db of B examples on g, for every backward algorithm cuDNN offers (the caller
+// skips without a GPU).
+void check_backward(int B, const ConvGeometry& g) {
+  const std::string what = reference::describe({B, g});
   TestGpu gpu;
   ConvDescriptors d;
-  test_conv_descriptors(d, g, c.B);
-  const Inputs in = inputs(c);
+  test_conv_descriptors(d, g, B);
+  const Inputs in = inputs({B, g});
   const auto x = to_device(in.x), W = to_device(in.W), dy = to_device(in.dy);
   const auto data_algos = backward_data_algorithms(gpu.h(), d);
   const auto filter_algos = backward_filter_algorithms(gpu.h(), d);
@@ -65,7 +60,7 @@ void check_backward(const ConvCase& c) {
     a.backward_filter_bytes = workspace_of(gpu.h(), d, a.backward_filter);
     DeviceBuffer<unsigned char> ws(std::max<std::size_t>(a.workspace_bytes(), 1));
     // Stale values in every output: each must be overwritten, not added to.
-    auto dx = filled(c.B * g.in_size(), 777.f), dW = filled(g.weight_size(), 777.f), db = filled(g.C_out, 777.f);
+    auto dx = filled(B * g.in_size(), 777.f), dW = filled(g.weight_size(), 777.f), db = filled(g.C_out, 777.f);
     conv_backward_cudnn(gpu.h(), d, a, {ws.get(), a.workspace_bytes()}, x.get(), W.get(), dy.get(), dW.get(), db.get(),
                         dx.get());
     const auto got_dx = to_host(dx), got_dW = to_host(dW), got_db = to_host(db);
@@ -73,35 +68,24 @@ void check_backward(const ConvCase& c) {
       want_dx.resize(got_dx.size());
       want_dW.resize(got_dW.size());
       want_db.resize(got_db.size());
-      conv2d_backward_input(in.dy.data(), in.W.data(), want_dx.data(), c.B, g);
-      conv2d_backward_weight(in.x.data(), in.dy.data(), want_dW.data(), want_db.data(), c.B, g);
+      conv2d_backward_input(in.dy.data(), in.W.data(), want_dx.data(), B, g);
+      conv2d_backward_weight(in.x.data(), in.dy.data(), want_dW.data(), want_db.data(), B, g);
     }
     const std::string data_name = ", backward-data " + algorithm_name(a.backward_data);
     const std::string filter_name = ", backward-filter " + algorithm_name(a.backward_filter);
-    EXPECT_TRUE(all_close("dx of " + what + data_name, got_dx, want_dx, input_shape(c.B, g),
-                          abs_tolerance(a.backward_data) * scale_of(want_dx), kRel));
+    EXPECT_TRUE(all_close("dx of " + what + data_name, got_dx, want_dx, input_shape(B, g),
+                          abs_tolerance(a.backward_data, kAbs) * scale_of(want_dx), kRel));
     EXPECT_TRUE(all_close("dW of " + what + filter_name, got_dW, want_dW, weight_shape(g),
-                          abs_tolerance(a.backward_filter) * scale_of(want_dW), kRel));
+                          abs_tolerance(a.backward_filter, kAbs) * scale_of(want_dW), kRel));
     EXPECT_TRUE(all_close("db of " + what, got_db, want_db, {{"o", g.C_out}}, kAbs * scale_of(want_db), kRel));
   }
 }
 
 }  // namespace
 
-TEST(Task6_5_ConvBackward, K3Pad1NonSquareBatch) { check_backward(reference::kK3Pad1NonSquare); }
-TEST(Task6_5_ConvBackward, K3Pad0) { check_backward(reference::kK3Pad0); }
-TEST(Task6_5_ConvBackward, K5Pad2) { check_backward(reference::kK5Pad2); }
-TEST(Task6_5_ConvBackward, K3Pad2) { check_backward(reference::kK3Pad2); }
-TEST(Task6_5_ConvBackward, K1) { check_backward(reference::kK1); }
-TEST(Task6_5_ConvBackward, K1Stride2) { check_backward(reference::kK1Stride2); }
-TEST(Task6_5_ConvBackward, K3Pad1Stride2) { check_backward(reference::kK3Pad1Stride2); }
-TEST(Task6_5_ConvBackward, K5Pad1Stride2) { check_backward(reference::kK5Pad1Stride2); }
-TEST(Task6_5_ConvBackward, K5Pad2Stride2) { check_backward(reference::kK5Pad2Stride2); }
-TEST(Task6_5_ConvBackward, K3Pad0Stride3) { check_backward(reference::kK3Pad0Stride3); }
-TEST(Task6_5_ConvBackward, CnnLayersAtBatch64) {
-  check_backward({64, ConvGeometry{1, 28, 28, 16, 3, 1, 1}});
-  check_backward({64, ConvGeometry{16, 14, 14, 32, 3, 1, 1}});
-}
+// One test per shape of stage 02's gradient checks, and `cnn`'s conv layers at batch 64
+// (S06_CONV_LAYER_TESTS, s06_support.hpp).
+S06_CONV_LAYER_TESTS(Task6_5_ConvBackward, check_backward)
 
 // The first layer passes a null dx: its input gradient is skipped, and the
 // weight and bias gradients come out the same.

@@ -16,11 +16,6 @@ using namespace course::s06test;
 
 namespace {
 
-struct PoolCase {
-  int B;
-  PoolGeometry g;
-};
-
 // Stage 02's forward and backward shapes: overlapping windows, padding, odd sizes.
 //                                C  H  W  K  S  P
 const PoolCase kCases[] = {{2, {3, 6, 8, 2, 2, 0}}, {2, {2, 7, 6, 3, 2, 0}}, {2, {2, 7, 7, 3, 2, 1}},
@@ -30,22 +25,18 @@ const PoolCase kCases[] = {{2, {3, 6, 8, 2, 2, 0}}, {2, {2, 7, 6, 3, 2, 0}}, {2,
 
 std::string describe(const PoolCase& c) { return c.g.str() + ", batch " + std::to_string(c.B); }
 
+// Task 6.6's max pool, its descriptors set without Task 6.2, for run_pool().
+const PoolCalls kMaxPool{test_pool_descriptors, maxpool_forward_cudnn, maxpool_backward_cudnn};
+
 // Distinct values (no ties, so one arg-max per window) run through stage 02's
 // layer and cuDNN's. The maximum is a value of x itself, so the forward pass
 // agrees exactly; dx adds at most K*K gradients per cell, in float.
 void check_pool(const PoolCase& c) {
   S06_SKIP_WITHOUT_GPU();
   const PoolGeometry& g = c.g;
-  TestGpu gpu;
-  PoolDescriptors d;
-  test_pool_descriptors(d, g, c.B);
   const auto x = as_float_values(reference::distinct_values(c.B * g.in_size(), 61));
   const auto dy = as_float_values(testkit::random_vector(c.B * g.out_size(), 62));
-  const auto dev_x = to_device(x), dev_dy = to_device(dy);
-  auto y = filled(c.B * g.out_size(), -99.f), dx = filled(c.B * g.in_size(), 99.f);
-  maxpool_forward_cudnn(gpu.h(), d, dev_x.get(), y.get());
-  maxpool_backward_cudnn(gpu.h(), d, dev_x.get(), y.get(), dev_dy.get(), dx.get());
-  const auto got_y = to_host(y), got_dx = to_host(dx);
+  const auto [got_y, got_dx] = run_pool(kMaxPool, c, x, dy, -99.f);
 
   std::vector<double> want_y(got_y.size()), want_dx(got_dx.size());
   std::vector<int> argmax(got_y.size());
@@ -70,35 +61,21 @@ TEST(Task6_6_MaxPool, MatchesStage02OnEveryShape) {
 // window still returns its largest image cell, and its gradient lands there.
 TEST(Task6_6_MaxPool, PaddedCellsNeverWin) {
   S06_SKIP_WITHOUT_GPU();
-  TestGpu gpu;
-  const PoolGeometry g{1, 3, 3, 2, 2, 1};
-  PoolDescriptors d;
-  test_pool_descriptors(d, g, 1);
-  const auto x = to_device({-5, -4, -3, -2, -1, -6, -7, -8, -9});
-  const auto dy = to_device({1, 2, 3, 4});
-  auto y = filled(4, 0.f), dx = filled(9, 99.f);
-  maxpool_forward_cudnn(gpu.h(), d, x.get(), y.get());
-  maxpool_backward_cudnn(gpu.h(), d, x.get(), y.get(), dy.get(), dx.get());
-  EXPECT_TRUE(all_close("y", to_host(y), {-5, -3, -2, -1}, {{"h", 2}, {"w", 2}}, 0, 0,
+  const PoolCase c{1, {1, 3, 3, 2, 2, 1}};
+  const auto [y, dx] = run_pool(kMaxPool, c, {-5, -4, -3, -2, -1, -6, -7, -8, -9}, {1, 2, 3, 4}, 0.f);
+  EXPECT_TRUE(all_close("y", y, {-5, -3, -2, -1}, {{"h", 2}, {"w", 2}}, 0, 0,
                         {{"padded cells competing as 0 (a padded cell won with 0)", {0, 0, 0, -1}}}));
-  EXPECT_TRUE(all_close("dx", to_host(dx), {1, 0, 2, 3, 4, 0, 0, 0, 0}, {{"h", 3}, {"w", 3}}, 0, 0));
+  EXPECT_TRUE(all_close("dx", dx, {1, 0, 2, 3, 4, 0, 0, 0, 0}, {{"h", 3}, {"w", 3}}, 0, 0));
 }
 
 // Overlapping windows add up: the middle of a 3x3 plane wins all four 2x2
 // windows at stride 1 and receives the sum of their gradients.
 TEST(Task6_6_MaxPool, OverlappingWindowsAreSummed) {
   S06_SKIP_WITHOUT_GPU();
-  TestGpu gpu;
-  const PoolGeometry g{1, 3, 3, 2, 1, 0};
-  PoolDescriptors d;
-  test_pool_descriptors(d, g, 1);
-  const auto x = to_device({1, 2, 3, 4, 9, 5, 6, 7, 8});
-  const auto dy = to_device({1, 2, 3, 4});
-  auto y = filled(4, 0.f), dx = filled(9, 99.f);
-  maxpool_forward_cudnn(gpu.h(), d, x.get(), y.get());
-  maxpool_backward_cudnn(gpu.h(), d, x.get(), y.get(), dy.get(), dx.get());
-  EXPECT_TRUE(all_close("y", to_host(y), {9, 9, 9, 9}, {{"h", 2}, {"w", 2}}, 0, 0));
-  EXPECT_TRUE(all_close("dx (the centre wins all four windows: 1 + 2 + 3 + 4)", to_host(dx),
+  const PoolCase c{1, {1, 3, 3, 2, 1, 0}};
+  const auto [y, dx] = run_pool(kMaxPool, c, {1, 2, 3, 4, 9, 5, 6, 7, 8}, {1, 2, 3, 4}, 0.f);
+  EXPECT_TRUE(all_close("y", y, {9, 9, 9, 9}, {{"h", 2}, {"w", 2}}, 0, 0));
+  EXPECT_TRUE(all_close("dx (the centre wins all four windows: 1 + 2 + 3 + 4)", dx,
                         {0, 0, 0, 0, 10, 0, 0, 0, 0}, {{"h", 3}, {"w", 3}}, 0, 0,
                         {{"the last window's gradient alone (written, not added)", {0, 0, 0, 0, 4, 0, 0, 0, 0}},
                          {"the first window's gradient alone (written, not added)", {0, 0, 0, 0, 1, 0, 0, 0, 0}}}));

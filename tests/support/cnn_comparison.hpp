@@ -33,7 +33,7 @@ namespace course::testkit {
 /// 10 classes, SGD with momentum 0.9, seed 11 (engine_config), and the loss.
 inline EngineConfig comparison_config(const std::string& spec, Shape3 input, int batch, double lr = 0.05,
                                       const std::string& loss = "cross-entropy") {
-  EngineConfig cfg = engine_config(spec, input, batch, lr);
+  EngineConfig cfg = sgd_config(spec, input, batch, lr);
   cfg.loss = loss;
   return cfg;
 }
