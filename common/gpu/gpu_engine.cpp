@@ -61,6 +61,7 @@ GpuEngine::GpuEngine(const EngineConfig& cfg, std::unique_ptr<StepModel> step, c
   eval_sums_.allocate();
   scratch_sums_.allocate();
   epoch_.allocate();
+  set_step_parts();
   if (cfg_.profile) profiler_.enable();
   prepare(cfg_.batch);  // what the full batch needs, before any timing
 }
@@ -105,24 +106,20 @@ StepContext GpuEngine::context(DeviceSums& sums, bool training) {
   return ctx;
 }
 
-void GpuEngine::update_parts(bool update) {
-  parts_.images = epoch_.started() ? epoch_.data().images.get() : nullptr;
-  parts_.labels = epoch_.started() ? epoch_.data().labels.get() : nullptr;
-  parts_.order = epoch_.started() ? epoch_.order() : nullptr;
+void GpuEngine::set_step_parts() {
   parts_.step = epoch_.step();
   parts_.batch = cfg_.batch;
   parts_.x = batch_.get();
   parts_.y = batch_labels_.get();
-  DeviceLossSlots& slots = sums_.loss_slots(stream(), kLossCheckLag + 1);
+  DeviceLossSlots& slots = sums_.loss_slots(stream(), kLossCheckLag + 1);  // made once, kept for every epoch
   parts_.loss_slots = slots.device_slots();
   parts_.loss_slot_count = slots.count();
-  parts_.update = update;
   parts_.gather_row = gather_row_;
   parts_.update_row = update_row_;
 }
 
 void GpuEngine::queue_step(int B, DeviceSums& sums, bool update) {
-  update_parts(update);
+  parts_.update = update;
   const StepContext ctx = context(sums, /*training=*/true);
   if (whole_steps()) {
     step_->train_step(ctx, parts_, B);
@@ -150,10 +147,7 @@ void GpuEngine::queue_update(const StepContext& ctx) {
   });
 }
 
-void GpuEngine::prepare(int B) {
-  update_parts(/*update=*/true);
-  step_->prepare(context(scratch_sums_, /*training=*/false), B);
-}
+void GpuEngine::prepare(int B) { step_->prepare(context(scratch_sums_, /*training=*/false), B); }
 
 void GpuEngine::run_captured() {
   const GraphKey key{epoch_.data().images.get(), epoch_.data().labels.get(), epoch_.order(),
@@ -195,6 +189,9 @@ void GpuEngine::begin_epoch(const Dataset& train, int epoch) {
 
 void GpuEngine::begin_epoch_in_order(const Dataset& train, const std::vector<int>& order) {
   epoch_.begin(train, order, cfg_.input, cfg_.classes, sums_, stream());
+  parts_.images = epoch_.data().images.get();  // the addresses a whole step's gather reads this epoch
+  parts_.labels = epoch_.data().labels.get();
+  parts_.order = epoch_.order();
   // A step that runs whole steps copies the running loss into its slot itself.
   sums_.loss_slots(stream(), kLossCheckLag + 1).copied_by_the_step(whole_steps() || step_->update_ends_step());
   // Every batch size of the epoch is prepared now, outside the steps: the full

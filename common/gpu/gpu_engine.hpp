@@ -157,8 +157,9 @@ class GpuEngine : public Engine {
   /// `initial` (or step's initial_parameters()), flat, checked against step's layout.
   static std::vector<float> starting_values(const StepModel& step, const std::vector<NamedTensor>& initial);
   StepContext context(DeviceSums& sums, bool training);
-  /// parts_ as they stand now (the epoch's data, the step counter, the loss slots).
-  void update_parts(bool update);
+  /// parts_'s fields that stay for the engine's life (the step counter, the batch buffers, the loss
+  /// slots, the profile rows); begin_epoch_in_order() sets the epoch's data, queue_step() `update`.
+  void set_step_parts();
   void queue_step(int B, DeviceSums& sums, bool update);
   void queue_update(const StepContext& ctx);
   void run_captured();

@@ -40,6 +40,10 @@ FusedStep::FusedStep(const EngineConfig& cfg, const FusedOptions& options)
     layout_.names.push_back(p->name);
     layout_.shapes.push_back(p->value.shape);
   }
+  for (std::size_t i = layers_.size(); i-- > 0;) {  // last layer first: the order backward() finishes them
+    const FusedLayer& l = layers_[i];
+    ranges_.push_back({l.weight, l.bias + l.bias_count, l.name + " (" + l.tokens + ")"});
+  }
 }
 
 FusedStep::~FusedStep() = default;
@@ -52,15 +56,6 @@ std::vector<std::string> FusedStep::layer_rows() const {
   std::vector<std::string> rows;
   for (const FusedLayer& l : layers_) rows.push_back(l.name + " (" + l.tokens + ")");
   return rows;
-}
-
-std::vector<GradientRange> FusedStep::gradient_ranges() const {
-  std::vector<GradientRange> ranges;  // last layer first: the order backward() finishes them
-  for (std::size_t i = layers_.size(); i-- > 0;) {
-    const FusedLayer& l = layers_[i];
-    ranges.push_back({l.weight, l.bias + l.bias_count, l.name + " (" + l.tokens + ")"});
-  }
-  return ranges;
 }
 
 void FusedStep::allocate(int batch_size) {
@@ -180,7 +175,6 @@ void FusedStep::loss(const StepContext& ctx, const float* head_input, const int*
 }
 
 void FusedStep::backward(const StepContext& ctx, int B) {
-  const std::vector<GradientRange> ranges = gradient_ranges();
   for (std::size_t i = layers_.size(); i-- > 0;) {
     const FusedLayer& l = layers_[i];
     const LayerBuffers& buf = buffers_[i];
@@ -197,7 +191,7 @@ void FusedStep::backward(const StepContext& ctx, int B) {
                            {buf.db_partials.get(), slices, static_cast<long long>(l.bias_count)},
                            ctx.grads + l.weight, ctx.stream);
     });
-    ctx.gradients_queued(ranges[layers_.size() - 1 - i]);
+    ctx.gradients_queued(ranges_[layers_.size() - 1 - i]);
   }
 }
 

@@ -42,6 +42,7 @@
 /// `--profile` launches every kernel on its own, between CUDA events.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -83,7 +84,7 @@ class FusedStep : public StepModel {
   std::vector<NamedTensor> initial_parameters() const override;
   /// One row per fused layer: "conv1+relu1+pool1 (conv16k3p1,relu,pool2)".
   std::vector<std::string> layer_rows() const override;
-  std::vector<GradientRange> gradient_ranges() const override;
+  std::vector<GradientRange> gradient_ranges() const override { return ranges_; }
   void allocate(int batch) override;
   /// Plans the whole step at B (its phases, the update's table) and writes a changed learning rate.
   void prepare(const StepContext& ctx, int B) override;
@@ -156,7 +157,7 @@ class FusedStep : public StepModel {
     DenseChainArgs chain{};                   ///< the dense chain's arguments, when the plan is the chain
     DenseChainUpdateArgs chain_update{};      ///< (its two phases point here)
     DenseChainUpdateArgs idle_update{};       ///< the warm-up's: no tile, nothing updated
-    std::vector<const void*> uploaded;        ///< the data and sums the device copy points into
+    std::array<const void*, 5> uploaded{};    ///< the data, sums and slots the device copy points into
     int grid = 0, smem_bytes = 0;             ///< the persistent launch
   };
   using Pass = GpuProfiler::Pass;
@@ -187,6 +188,7 @@ class FusedStep : public StepModel {
   FusedOptions options_;
   std::vector<FusedLayer> layers_;
   ParamLayout layout_;
+  std::vector<GradientRange> ranges_;  ///< each layer's weight and bias in the flat buffers, last layer first
   int target_blocks_ = 264;  ///< blocks a kernel should have to fill the GPU: two per multiprocessor
   bool gpu_launches_early_ = false;  ///< the GPU is sm_90 or later (programmatic dependent launch, clusters)
   bool chain_fits_ = false;          ///< the model can run as the dense chain on this GPU

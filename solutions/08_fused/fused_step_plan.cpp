@@ -223,16 +223,17 @@ void FusedStep::train_step(const StepContext& ctx, const EngineStepParts& parts,
 }
 
 void FusedStep::run_persistent(StepPlan& plan, const StepContext& ctx, const EngineStepParts& parts) {
-  std::vector<FusedPhase> phases;
-  for (const FusedPhase& p : plan.phases) phases.push_back(bound(p, plan, ctx, parts));
-  const std::vector<const void*> key = {parts.images, parts.labels, parts.order, ctx.sums->loss_sum.get(),
-                                        parts.loss_slots};
+  const std::array<const void*, 5> key = {parts.images, parts.labels, parts.order, ctx.sums->loss_sum.get(),
+                                         parts.loss_slots};
+  // The device copy holds the addresses bound() fills in: new ones (a new epoch's data) need a new copy.
   if (plan.uploaded != key) {
+    std::vector<FusedPhase> phases;
+    for (const FusedPhase& p : plan.phases) phases.push_back(bound(p, plan, ctx, parts));
     CUDA_CHECK(cudaStreamSynchronize(ctx.stream));  // no step in flight reads the old copy
     plan.device_phases.upload(phases.data(), phases.size());
     plan.uploaded = key;
   }
-  persistent_step_gpu(plan.device_phases.get(), static_cast<int>(phases.size()), plan.grid, plan.smem_bytes,
+  persistent_step_gpu(plan.device_phases.get(), static_cast<int>(plan.phases.size()), plan.grid, plan.smem_bytes,
                       ctx.stream);
 }
 
