@@ -110,14 +110,29 @@ if(COURSE_ENABLE_CUDA AND COURSE_SANITIZE STREQUAL "")
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
-    # H100 is sm_90; 80/86/89 cover A100, RTX 30xx and RTX 40xx / L4. On a machine
-    # where nvidia-smi lists no GPU the CUDA code can be compiled and read but not
-    # run, so one architecture (CI's) is enough: a quarter of the device code.
+    # By default the build is for the GPUs this machine has (nvidia-smi's compute_cap: 7.5 on a
+    # T4, 8.6 on an RTX 30, 9.0 on an H100), so a learner compiles one architecture, theirs.
+    # Where nvidia-smi lists no GPU the CUDA code can be compiled and read but not run: one
+    # architecture (CI's, sm_90) is enough. CI also builds every architecture from sm_75 up
+    # (tools/test.d/all-archs). Set CMAKE_CUDA_ARCHITECTURES to choose yourself.
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      execute_process(COMMAND nvidia-smi -L RESULT_VARIABLE _course_smi_rc OUTPUT_VARIABLE _course_smi_out
-                      ERROR_QUIET)
-      if(_course_smi_rc EQUAL 0 AND _course_smi_out MATCHES "GPU [0-9]")
-        set(CMAKE_CUDA_ARCHITECTURES 80 86 89 90)
+      execute_process(COMMAND nvidia-smi --query-gpu=compute_cap --format=csv,noheader
+                      RESULT_VARIABLE _course_smi_rc OUTPUT_VARIABLE _course_smi_out ERROR_QUIET)
+      string(REGEX MATCHALL "[0-9]+\\.[0-9]" _course_caps "${_course_smi_out}")
+      set(_course_archs "")
+      foreach(_cap ${_course_caps})
+        string(REPLACE "." "" _arch ${_cap})
+        if(_arch LESS 75)
+          message(WARNING "[course] a GPU of compute capability ${_cap} is older than CUDA 13 and the course "
+                          "support (7.5, Turing, or newer): the GPU stages build but cannot run on it")
+        else()
+          list(APPEND _course_archs ${_arch})
+        endif()
+      endforeach()
+      list(REMOVE_DUPLICATES _course_archs)
+      if(_course_smi_rc EQUAL 0 AND _course_archs)
+        set(CMAKE_CUDA_ARCHITECTURES ${_course_archs})
+        set(COURSE_CUDA_ARCH_NOTE "; this machine's GPUs: set CMAKE_CUDA_ARCHITECTURES for others")
       else()
         set(CMAKE_CUDA_ARCHITECTURES 90)
         set(COURSE_CUDA_ARCH_NOTE "; no GPU seen, so one architecture: set CMAKE_CUDA_ARCHITECTURES for another")
@@ -140,7 +155,7 @@ endif()
 # build targets Hopper at all (cmake/CourseStage.cmake).
 set(COURSE_HAVE_SM90A OFF)
 set(_sm90a_note "; no sm_90a: stage 07's wgmma kernel is not built")
-if(COURSE_HAVE_CUDA AND CMAKE_CUDA_ARCHITECTURES MATCHES "(^|;)90")
+if(COURSE_HAVE_CUDA AND CMAKE_CUDA_ARCHITECTURES MATCHES "(^|;)90($|;|-real|-virtual)")
   set(COURSE_HAVE_SM90A ON)
   set(_sm90a_note "; sm_90a for the wgmma kernel")
 endif()
@@ -167,7 +182,7 @@ if(COURSE_HAVE_CUDA)
   endif()
 endif()
 if(NOT COURSE_HAVE_CUDNN)
-  course_feature("cuDNN" COURSE_HAVE_CUDNN "stages 06 (06_cudnn), 08 (08_fused, on stage 06's CUDA graph) and 09 (09_multi_gpu, on stage 06's engine) are not built")
+  course_feature("cuDNN" COURSE_HAVE_CUDNN "stages 06 (06_cudnn), 08 (08_fused) and 09 (09_multi_gpu) are not built: install cuDNN 9 for CUDA 13 (NVIDIA's apt repository: cudnn9-cuda-13)")
 endif()
 
 # ---- NCCL (stage 09): under the toolkit, a Debian/Ubuntu package, or anywhere
@@ -194,7 +209,7 @@ if(COURSE_HAVE_CUDA)
 endif()
 if(NOT COURSE_HAVE_NCCL)
   course_feature("NCCL" COURSE_HAVE_NCCL
-                 "stage 09 (09_multi_gpu) is not built (set COURSE_NCCL_ROOT, or NCCL_INCLUDE_DIR and NCCL_LIBRARY)")
+                 "stage 09 (09_multi_gpu) is not built: install NCCL (NVIDIA's apt repository: libnccl-dev), or set COURSE_NCCL_ROOT, or NCCL_INCLUDE_DIR and NCCL_LIBRARY")
 endif()
 
 # ---- tests, benchmarks, docs -----------------------------------------------

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "common/gpu_capability.hpp"
+
 namespace course {
 
 /// A failed CUDA, cuBLAS or cuDNN call.
@@ -58,6 +60,21 @@ inline std::string no_gpu_reason(cudaError_t err, int driver, int runtime) {
   return why;
 }
 
+/// "NVIDIA H100 80GB HBM3 (sm_90)"
+inline std::string gpu_name() {
+  int dev = 0;
+  cudaDeviceProp prop{};
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) return "unknown GPU";
+  return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")";
+}
+
+/// Why a GPU of compute capability `cc` (times ten, below 7.5) cannot run the course.
+inline std::string old_gpu_reason(const std::string& name, int cc) {
+  return "no usable GPU: " + name + " has compute capability " + capability_text(cc) +
+         "; CUDA 13 and the course need " + capability_text(kLowestComputeCapability) +
+         " (Turing: T4, RTX 20) or newer: " + kWithoutGpuHere + " (docs/colab.ipynb runs them on a rented GPU)";
+}
+
 /// True when a CUDA device can be used; otherwise false and `why` says why
 /// (no_gpu_reason: CUDA's words, what they mean, what still works here). Tests skip with it.
 inline bool gpu_available(std::string* why = nullptr) {
@@ -73,15 +90,12 @@ inline bool gpu_available(std::string* why = nullptr) {
     cudaGetLastError();  // clear the sticky error so later checks are not confused by it
     return false;
   }
+  // CUDA 13 builds nothing for GPUs older than Turing: no kernel of the course could start there.
+  if (const int cc = device_capability(); cc > 0 && cc < kLowestComputeCapability) {
+    if (why) *why = old_gpu_reason(gpu_name(), cc);
+    return false;
+  }
   return true;
-}
-
-/// "NVIDIA H100 80GB HBM3 (sm_90)"
-inline std::string gpu_name() {
-  int dev = 0;
-  cudaDeviceProp prop{};
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) return "unknown GPU";
-  return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")";
 }
 
 /// Device memory of n elements of T, freed on destruction. Not copyable.

@@ -160,6 +160,10 @@ class Engine {
   /// --checkpoint-every: a resumed run then matches an uninterrupted one only
   /// to rounding.
   virtual std::string nondeterminism() const { return ""; }
+  /// What the engine chose for this GPU that an older or newer GPU would choose otherwise, one
+  /// line each ("kernel 11 (TF32 mma.sync) needs ...: kernel 10 in FP32"); the trainer prints
+  /// them under its first line. None by default, and none on a GPU that has every feature used.
+  virtual std::vector<std::string> gpu_choices() const { return {}; }
   /// Host copies of everything besides the parameters that training changes
   /// and a resumed run needs to continue bit for bit: for SGD with momentum the
   /// velocity of every parameter, in model order ("fc1.weight.velocity", ...).

@@ -205,6 +205,8 @@ void build_engine(Run& run, const EngineFactory& make_engine) {
     o.checkpoint_every = 0;
   }
   run.results["device"] = engine->device();
+  if (const std::vector<std::string> choices = engine->gpu_choices(); !choices.empty())
+    run.results["gpu_choices"] = choices;
   run.results["threads"] = config.threads;
 }
 

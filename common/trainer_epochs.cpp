@@ -161,6 +161,7 @@ bool shows_mae(const Run& run) { return run.o.loss == "mse" && run.engine->repor
 void print_training_header(const Run& run) {
   const TrainerOptions& o = run.o;
   std::cout << run.header << "\n";
+  for (const std::string& choice : run.engine->gpu_choices()) std::cout << "gpu: " << choice << "\n";
   if (o.verbose)
     std::cout << "loss " << o.loss << ", " << o.epochs << " epochs, threads " << run.config.threads
               << (o.profile ? ", profiling every layer" : "")

@@ -229,7 +229,8 @@ def compare(args, command, date):
         run = run_stage(ROOT, args.build_dir, stage, model, out_dir=args.out, epochs=args.epochs, batch=args.batch,
                         limit=images_limit(stage, model, args), seed=args.seed, dataset=args.dataset,
                         threads=args.threads, extra=stage_extra(stage, args) + list(variant.args if variant else ()),
-                        track=args.track, timeout=args.timeout, tag=f"_{variant.label}" if variant else "")
+                        track=args.track, timeout=args.timeout, tag=f"_{variant.label}" if variant else "",
+                        env=variant.env if variant else ())
         if variant:
             run = as_variant(run, stage, variant)
         runs.append(run)

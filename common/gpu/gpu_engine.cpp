@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cuda_check.hpp"
+#include "common/gpu_capability.hpp"
 
 namespace course {
 
@@ -70,7 +71,11 @@ GpuEngine::~GpuEngine() {
   cudaStreamSynchronize(stream());  // replays may still read the buffers about to go; errors ignored
 }
 
-std::string GpuEngine::device() const { return gpu_name(); }
+std::string GpuEngine::device() const {
+  const std::string name = gpu_name();
+  if (chosen_capability() == device_capability()) return name;
+  return name + ", choosing as " + chosen_capability_note();
+}
 
 std::vector<LayerTime> GpuEngine::layer_times() const {
   return cfg_.profile ? profiler_.times() : std::vector<LayerTime>();

@@ -93,6 +93,8 @@ class GpuEngine : public Engine {
   nlohmann::json stage_results() const override;
   /// The step model's StepModel::nondeterminism().
   std::string nondeterminism() const override { return step_->nondeterminism(); }
+  /// The step model's StepModel::gpu_choices().
+  std::vector<std::string> gpu_choices() const override { return step_->gpu_choices(); }
   /// The step model's StepModel::engine_state() (what a checkpoint records of its choices).
   EngineState engine_state() const override { return step_->engine_state(); }
 

@@ -128,6 +128,8 @@ class StepModel {
   virtual bool capturable() const { return true; }
   /// Engine::nondeterminism(): why two runs of this step may differ in the last bits ("" when they cannot).
   virtual std::string nondeterminism() const { return ""; }
+  /// Engine::gpu_choices(): what the step left out or replaced on this GPU, and why (gpu_capability.hpp).
+  virtual std::vector<std::string> gpu_choices() const { return {}; }
   /// Engine::engine_state(): what a checkpoint records of the step's own choices (the default: none).
   virtual EngineState engine_state() const { return {}; }
   /// What the run's step is made of, for the --json file's "stage_results" (Engine::stage_results).

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "04_cuda_matmul/matmul_kernels.hpp"
 #include "07_fast_gemm/fast_gemm_kernels.hpp"
 #include "common/cuda_check.hpp"
+#include "common/gpu_capability.hpp"
 
 namespace course {
 
@@ -27,17 +30,83 @@ Precision parse_precision(const std::string& name) {
   throw std::invalid_argument("unknown precision '" + name + "' (fp32, tf32 or bf16)");
 }
 
+namespace {
+
+/// The kernel's own launcher, whatever this GPU can do.
+using Launcher = void (*)(const GemmProblem&, cudaStream_t);
+Launcher own_launcher(int kernel) {
+  switch (kernel) {
+    case kGemmVectorized: return &matmul_vectorized;
+    case kGemmWarpTiled: return &matmul_warp_tiled;
+    case kGemmAsyncCopy: return &matmul_async_copy;
+    case kGemmAutotuned: return &matmul_autotuned;
+    case kGemmTf32: return &matmul_tf32_mma;
+    case kGemmBf16: return &matmul_bf16_mma;
+    case kGemmWgmma: return &matmul_wgmma;
+    case kGemmWgmmaTf32: return &matmul_wgmma_tf32;
+    case kGemmTmaTf32: return &matmul_tma_tf32;
+    case kGemmTmaBf16: return &matmul_tma_bf16;
+  }
+  throw std::invalid_argument("no stage 07 kernel " + std::to_string(kernel));
+}
+
+/// What a kernel needs of the GPU (common/gpu_features.def) and what runs where it is missing.
+struct Fallback {
+  int kernel;
+  GpuFeature needs;
+  int instead;
+};
+constexpr Fallback kFallbacks[] = {
+#define COURSE_KERNEL_FALLBACK(kernel, feature, instead) {kernel, GpuFeature::feature, instead},
+#include "07_fast_gemm/kernel_fallbacks.def"
+#undef COURSE_KERNEL_FALLBACK
+};
+
+/// The one fallback step of `kernel` on this GPU, or null when the kernel runs as it is.
+const Fallback* fallback_here(int kernel) {
+  for (const Fallback& f : kFallbacks) {
+    const bool has = f.needs == GpuFeature::Wgmma ? wgmma_available() : gpu_has(f.needs);
+    if (f.kernel == kernel && !has) return &f;
+  }
+  return nullptr;
+}
+
+/// Kernel K as gemm() runs it: its own launcher, or its fallback's on a GPU without what it needs.
+template <int K>
+void launch_here(const GemmProblem& p, cudaStream_t stream) {
+  own_launcher(kernel_that_runs(K))(p, stream);
+}
+
+}  // namespace
+
+int kernel_that_runs(int kernel) {
+  const Fallback* f = fallback_here(kernel);
+  return f ? kernel_that_runs(f->instead) : kernel;
+}
+
+std::vector<std::string> kernel_choice_notes(int kernel) {
+  std::vector<std::string> notes;
+  for (const Fallback* f = fallback_here(kernel); f; f = fallback_here(f->instead)) {
+    const std::string why = f->needs == GpuFeature::Wgmma && gpu_has(GpuFeature::Wgmma)
+                                ? "this build has no sm_90a code (90 is not among CMAKE_CUDA_ARCHITECTURES)"
+                                : feature_requirement(f->needs) + "; choosing as " + chosen_capability_note();
+    notes.push_back("kernel " + std::to_string(f->kernel) + " (" + gemm_kernel_name(f->kernel) + "): " + why +
+                    ": kernel " + std::to_string(f->instead) + " (" + gemm_kernel_name(f->instead) + ") runs instead");
+  }
+  return notes;
+}
+
 void register_fast_gemm_kernels() {
-  add_gemm_kernel(kGemmVectorized, {"vectorized", &matmul_vectorized, true});
-  add_gemm_kernel(kGemmWarpTiled, {"warp tiles", &matmul_warp_tiled, true});
-  add_gemm_kernel(kGemmAsyncCopy, {"async copy", &matmul_async_copy, true});
-  add_gemm_kernel(kGemmAutotuned, {"autotuned", &matmul_autotuned, true});
-  add_gemm_kernel(kGemmTf32, {"TF32 mma", &matmul_tf32_mma, true});
-  add_gemm_kernel(kGemmBf16, {"BF16 mma", &matmul_bf16_mma, true});
-  add_gemm_kernel(kGemmWgmma, {"BF16 wgmma", &matmul_wgmma, true});
-  add_gemm_kernel(kGemmWgmmaTf32, {"TF32 wgmma", &matmul_wgmma_tf32, true});
-  add_gemm_kernel(kGemmTmaTf32, {"TF32 wgmma + TMA", &matmul_tma_tf32, true});
-  add_gemm_kernel(kGemmTmaBf16, {"BF16 wgmma + TMA", &matmul_tma_bf16, true});
+  add_gemm_kernel(kGemmVectorized, {"vectorized", &launch_here<kGemmVectorized>, true});
+  add_gemm_kernel(kGemmWarpTiled, {"warp tiles", &launch_here<kGemmWarpTiled>, true});
+  add_gemm_kernel(kGemmAsyncCopy, {"async copy", &launch_here<kGemmAsyncCopy>, true});
+  add_gemm_kernel(kGemmAutotuned, {"autotuned", &launch_here<kGemmAutotuned>, true});
+  add_gemm_kernel(kGemmTf32, {"TF32 mma", &launch_here<kGemmTf32>, true});
+  add_gemm_kernel(kGemmBf16, {"BF16 mma", &launch_here<kGemmBf16>, true});
+  add_gemm_kernel(kGemmWgmma, {"BF16 wgmma", &launch_here<kGemmWgmma>, true});
+  add_gemm_kernel(kGemmWgmmaTf32, {"TF32 wgmma", &launch_here<kGemmWgmmaTf32>, true});
+  add_gemm_kernel(kGemmTmaTf32, {"TF32 wgmma + TMA", &launch_here<kGemmTmaTf32>, true});
+  add_gemm_kernel(kGemmTmaBf16, {"BF16 wgmma + TMA", &launch_here<kGemmTmaBf16>, true});
 }
 
 #ifndef COURSE_HAVE_SM90A
@@ -78,6 +147,8 @@ void gemm_bf16(int kernel, bool trans_a, bool trans_b, int M, int N, int K, floa
                const __nv_bfloat16* B, float beta, float* C, cudaStream_t stream) {
   if (kernel != kGemmBf16 && kernel != kGemmWgmma && kernel != kGemmTmaBf16)
     throw std::invalid_argument("gemm_bf16: kernel " + std::to_string(kernel) + " does not take BF16 inputs (12, 13 and 16 do)");
+  if (!gpu_has(GpuFeature::Bf16Mma))
+    throw std::runtime_error("gemm_bf16: BF16 inputs need kernel 12's mma: " + without_feature_note(GpuFeature::Bf16Mma));
   if (M < 0 || N < 0 || K < 0)
     throw std::invalid_argument("gemm_bf16: sizes must not be negative, got M=" + std::to_string(M) +
                                 " N=" + std::to_string(N) + " K=" + std::to_string(K));

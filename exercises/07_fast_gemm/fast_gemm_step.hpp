@@ -24,13 +24,19 @@ class FastGemmStep : public CnnStep {
   /// Registers kernels 7 to 16 with course::gemm() and builds stage 05's step on `options`.
   FastGemmStep(const EngineConfig& cfg, const GpuCnnOptions& options) : CnnStep(registered(cfg), options) {}
 
-  Precision precision() const { return gemm_precision(options().gemm_kernel); }
+  /// The precision of the kernel that runs here (kernel_that_runs(): on a GPU without TF32 or BF16
+  /// mma, kernels 11 and 12 hand their products to FP32 kernels).
+  Precision precision() const { return gemm_precision(kernel_that_runs(options().gemm_kernel)); }
+
+  /// The kernel asked for and, where this GPU lacks what it needs, what runs instead and why.
+  std::vector<std::string> gpu_choices() const override { return kernel_choice_notes(options().gemm_kernel); }
 
   /// Stage 05's facts plus the precision and, for kernel 10, the tile sizes chosen per shape.
   nlohmann::json stage_results() const override {
     nlohmann::json j = CnnStep::stage_results();
     j["precision"] = precision_name(precision());
-    if (options().gemm_kernel == kGemmAutotuned) {
+    j["kernel_that_runs"] = kernel_that_runs(options().gemm_kernel);
+    if (kernel_that_runs(options().gemm_kernel) == kGemmAutotuned) {
       j["autotune"] = nlohmann::json::array();
       const Autotuner& tuner = kernel10_autotuner();
       for (const auto& [key, result] : tuner.choices())

@@ -143,6 +143,7 @@ __device__ void load_b_bf16_pair(unsigned (&b)[4], const std::uint16_t* s, int k
 
 template <class Cfg, bool TRANS_A, bool TRANS_B, typename T>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks) matmul_bf16_kernel(GemmProblem p, Source<T> a, Source<T> b) {
+#if COURSE_DEVICE_ARCH >= 800  // cp.async and these mma shapes: left out of an sm_75 build (ptx.cuh)
   using LayoutA = Bf16Tile<Cfg::BM, Cfg::BK, !TRANS_A>;
   using LayoutB = Bf16Tile<Cfg::BN, Cfg::BK, TRANS_B>;
   constexpr int S = Cfg::STAGES, MI = Cfg::MI, NI = Cfg::NI;
@@ -151,6 +152,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks) matmul_bf16_ke
   std::uint16_t* Bs = tiles_bf16 + S * LayoutA::kElements;
   // TODO(Task 7.7): kernel 11's pipeline on BF16 tiles: fetch tile t + S - 1 before the multiplications of tile t and stash it after; per 16-deep step MI ldmatrix of A, NI / 2 of B, MI x NI mma.sync m16n8k16
   // HINT: Bf16Copy<LayoutA, Cfg::kThreads, T> copy_a; copy_a.fetch(buffer, a, row0, k0, k_end) then copy_a.stash(buffer, a); cp_async_commit after each tile, cp_async_wait<S - 2> and __syncthreads at the top of each step.
+#endif
 }
 
 /// May chunks of 8 elements of type T be read 16 bytes (BF16) or two float4 (FP32) at a time?

@@ -34,7 +34,9 @@
 #include "07_fast_gemm/rounding.cuh"
 #include "07_fast_gemm/simt_tiles.cuh"
 #include "07_fast_gemm/wgmma.cuh"
+#include "common/gpu_capability.hpp"
 #include "common/cuda_check.hpp"
+#include "common/gpu_capability.hpp"
 #include "common/not_implemented.hpp"
 
 namespace course {
@@ -181,15 +183,10 @@ bool fits(const GemmProblem& p, const void* A, const void* B) {
 }  // namespace
 
 // Asked of the device once per process, not at every call of kernels 13 to 16: a process of this
-// course runs on one device, the one current at the first call.
+// course runs on one device, the one current at the first call. COURSE_AS_CC may make a Hopper
+// choose as an older GPU (common/gpu_capability.hpp).
 bool wgmma_available() {
-  static const bool hopper = [] {
-    int dev = 0, major = 0, minor = 0;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-    return major == 9 && minor == 0;
-  }();
+  static const bool hopper = gpu_has(GpuFeature::Wgmma);
   return hopper;
 }
 

@@ -39,6 +39,7 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <vector>
 
 #include "04_cuda_matmul/gemm.hpp"
 
@@ -67,6 +68,14 @@ Precision parse_precision(const std::string& name);
 /// Adds kernels 7 to 14 to course::gemm() (stage 04's add_gemm_kernel). Call it once
 /// before using them; calling it again does nothing.
 void register_fast_gemm_kernels();
+
+/// The kernel that computes what gemm() is asked of `kernel` on this GPU: the kernel itself, or
+/// what runs where the GPU lacks a feature it needs (common/gpu_features.def, as COURSE_AS_CC may
+/// lower it): 9 and 10 need cp.async (else kernel 8), 11 and 12 their mma shapes (else kernel 10),
+/// 13 to 16 a Hopper and sm_90a code (else 12 or 11). Followed to the end: on a T4, 11 gives 8.
+int kernel_that_runs(int kernel);
+/// One line per fallback step kernel_that_runs() takes, saying why; none when the kernel runs itself.
+std::vector<std::string> kernel_choice_notes(int kernel);
 
 /// The precision of any kernel of gemm() (0 to 6 and the autotuned ones are FP32;
 /// cuBLAS, kernel 0, runs plain FP32 SGEMM). Throws std::invalid_argument for an unknown kernel.

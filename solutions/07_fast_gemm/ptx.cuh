@@ -37,9 +37,26 @@
 ///   The BF16 A fragment is exactly what ldmatrix.x4 returns for the four 8 x 8
 ///   quarters of a row-major 16 x 16 tile (top left, bottom left, top right,
 ///   bottom right), which is why the two instructions go together.
+///
+/// **Older GPUs.** `cp.async` and these `mma` shapes need sm_80; the course also builds for
+/// sm_75 (a T4). There, COURSE_DEVICE_ARCH below 800, kernels 9 to 12 leave their bodies out
+/// of the build (so nothing asks ptxas for cp.async or mma on sm_75), and course::gemm() never
+/// starts them on such a GPU: it runs kernel 8 instead (kernel_that_runs(),
+/// common/gpu_features.def). to_tf32 rounds in software there (the same bits as the instruction).
 #pragma once
 
 #include <cuda_runtime.h>
+
+#include "07_fast_gemm/rounding.cuh"
+
+/// The architecture the device code is being compiled for (800 for sm_80), or, in the host
+/// pass, a number above every architecture, so that `#if COURSE_DEVICE_ARCH >= 800` keeps
+/// kernels declared whole for the host.
+#if defined(__CUDA_ARCH__)
+#define COURSE_DEVICE_ARCH __CUDA_ARCH__
+#else
+#define COURSE_DEVICE_ARCH 100000
+#endif
 
 namespace course::ptx {
 
@@ -90,9 +107,13 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* 
 /// x rounded to TF32 (to nearest, ties away from zero: rounding.cuh's round_to_tf32), as the
 /// 32-bit pattern mma and wgmma take.
 __device__ __forceinline__ unsigned to_tf32(float x) {
+#if COURSE_DEVICE_ARCH >= 800
   unsigned r;
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
   return r;
+#else
+  return float_bits(round_to_tf32(x));
+#endif
 }
 
 /// c += A B for one 16 x 8 x 8 tile in TF32 (the operands' bits: FP32 values already rounded to TF32).

@@ -13,6 +13,7 @@
 #include "01_fc_softmax/network.hpp"
 #include "02_conv_pool/cnn.hpp"
 #include "08_fused/partial_sums.hpp"
+#include "common/gpu_capability.hpp"
 #include "common/rng.hpp"
 
 namespace course {
@@ -58,12 +59,17 @@ std::vector<std::string> FusedStep::layer_rows() const {
   return rows;
 }
 
+std::vector<std::string> FusedStep::gpu_choices() const {
+  if (gpu_launches_early_ || (!options_.early_launch && !options_.dense_chain)) return {};
+  return {"--early-launch and the dense chain: " + without_feature_note(GpuFeature::EarlyLaunch)};
+}
+
 void FusedStep::allocate(int batch_size) {
-  int device = 0, sms = 0, major = 0;
+  int device = 0, sms = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  gpu_launches_early_ = major >= 9;  // programmatic dependent launch and clusters need sm_90 (Hopper) or later
+  // Programmatic dependent launch and clusters need sm_90 or later (as COURSE_AS_CC may lower it).
+  gpu_launches_early_ = gpu_has(GpuFeature::EarlyLaunch);
   target_blocks_ = 2 * std::max(sms, 1);
   if (gpu_launches_early_ && layers_.size() <= static_cast<std::size_t>(kChainMaxLayers) &&
       std::none_of(layers_.begin(), layers_.end(),

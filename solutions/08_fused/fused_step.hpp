@@ -85,6 +85,8 @@ class FusedStep : public StepModel {
   /// One row per fused layer: "conv1+relu1+pool1 (conv16k3p1,relu,pool2)".
   std::vector<std::string> layer_rows() const override;
   std::vector<GradientRange> gradient_ranges() const override { return ranges_; }
+  /// Where the GPU has no clusters or programmatic dependent launch: what --early-launch and the dense chain become.
+  std::vector<std::string> gpu_choices() const override;
   void allocate(int batch) override;
   /// Plans the whole step at B (its phases, the update's table) and writes a changed learning rate.
   void prepare(const StepContext& ctx, int B) override;

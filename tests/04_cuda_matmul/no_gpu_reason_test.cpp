@@ -42,3 +42,10 @@ TEST(NoGpuReason, OtherErrorsKeepCudasWordsAlone) {
 }
 
 }  // namespace
+
+TEST(NoGpuReason, AGpuOlderThanTuringIsNamedWithWhatItLacks) {
+  const std::string why = course::old_gpu_reason("Tesla P100-PCIE-16GB (sm_60)", 60);
+  EXPECT_TRUE(has(why, "Tesla P100-PCIE-16GB (sm_60) has compute capability 6.0")) << why;
+  EXPECT_TRUE(has(why, "need 7.5 (Turing: T4, RTX 20) or newer")) << why;
+  EXPECT_TRUE(has(why, "stages 01-03 run here on the CPU")) << why;
+}

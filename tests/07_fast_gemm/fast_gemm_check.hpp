@@ -43,6 +43,7 @@
 #include "07_fast_gemm/fast_gemm.hpp"
 #include "07_fast_gemm/fast_gemm_kernels.hpp"
 #include "common/cuda_check.hpp"
+#include "common/gpu_capability.hpp"
 #include "common/rng.hpp"
 #include "gpu_buffers.hpp"
 #include "tensor_check.hpp"
@@ -55,6 +56,16 @@
     if (!::course::wgmma_available())                                                                 \
       GTEST_SKIP() << who_needs << " a Hopper GPU (compute capability 9.0) and a build with 90 among " \
                    << "CMAKE_CUDA_ARCHITECTURES; here " << fallback;                                  \
+  } while (0)
+
+/// Skips the test, saying why, where the GPU (as COURSE_AS_CC may lower it) lacks `feature`
+/// (common/gpu_features.def): `kernels` names the kernels under test ("kernel 11"). Where they
+/// cannot run, course::gemm() runs another kernel in their place, which its own tests check.
+#define SKIP_WITHOUT_FEATURE(feature, kernels)                                                 \
+  do {                                                                                         \
+    SKIP_WITHOUT_GPU();                                                                        \
+    if (!::course::gpu_has(::course::GpuFeature::feature))                                     \
+      GTEST_SKIP() << kernels << ": " << ::course::without_feature_note(::course::GpuFeature::feature); \
   } while (0)
 
 namespace course::s07test {

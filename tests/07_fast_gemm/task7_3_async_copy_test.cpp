@@ -9,11 +9,11 @@ using namespace course;
 using namespace course::s07test;
 
 // Misaligned rows take the single-float loads.
-COURSE_GEMM_KERNEL_TESTS(Task7_3_AsyncCopy, kGemmAsyncCopy, SKIP_WITHOUT_GPU())
+COURSE_GEMM_KERNEL_TESTS(Task7_3_AsyncCopy, kGemmAsyncCopy, SKIP_WITHOUT_FEATURE(CpAsync, "kernel 9"))
 
 // Kernel 10 may choose any instance of kernel 9's template: each one is checked the same way.
 TEST(Task7_3_AsyncCopy, EveryTileSizeTheTunerMayChoose) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_FEATURE(CpAsync, "kernel 9");
   for (const GemmCandidate& candidate : async_copy_candidates()) {
     std::vector<Case> cases = shape_classes();
     for (const Case& c : misaligned_cases()) cases.push_back(c);

@@ -48,7 +48,7 @@ std::vector<GemmCandidate> planted_and(const std::vector<GemmCandidate>& good) {
 }  // namespace
 
 TEST(Task7_4_Autotune, NeverChoosesAWrongCandidateHoweverFast) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_FEATURE(CpAsync, "kernel 10");
   std::ostringstream report;
   Autotuner tuner(planted_and(async_copy_candidates()), &report);
   for (const Case& c : {Case{256, 256, 256}, Case{64, 784, 256, true, false}, Case{1000, 10, 128, false, true}}) {
@@ -74,7 +74,7 @@ TEST(Task7_4_Autotune, NeverChoosesAWrongCandidateHoweverFast) {
 }
 
 TEST(Task7_4_Autotune, NoCorrectCandidateIsAnError) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_FEATURE(CpAsync, "kernel 10");
   Autotuner tuner(planted_and({}));
   DeviceBuffer<float> A(64 * 64), B(64 * 64), C(64 * 64);
   CUDA_CHECK(cudaMemset(A.get(), 0x3F, 64 * 64 * sizeof(float)));  // 0.75 everywhere: a product that is not zero
@@ -84,7 +84,7 @@ TEST(Task7_4_Autotune, NoCorrectCandidateIsAnError) {
 }
 
 TEST(Task7_4_Autotune, TunesEachShapeOnceAndRemembers) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_FEATURE(CpAsync, "kernel 10");
   Autotuner tuner({{{128, 128, 8, 32, 64, 256}, &counted_kernel9}});
   DeviceBuffer<float> A(100 * 300), B(300 * 50), C(100 * 50);
   CUDA_CHECK(cudaMemset(A.get(), 0, A.size() * sizeof(float)));
@@ -104,7 +104,7 @@ TEST(Task7_4_Autotune, TunesEachShapeOnceAndRemembers) {
 
 // The capture check is the tuner's glue, not Task 7.4's core: it holds on the exercise track too.
 TEST(Stage07_Autotune, RefusesToTuneInsideAGraphCapture) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_FEATURE(CpAsync, "kernel 10");
   Autotuner tuner(async_copy_candidates());
   DeviceBuffer<float> A(64 * 64), B(64 * 64), C(64 * 64);
   const GemmProblem p{false, false, 64, 64, 64, 1.f, 0.f, A.get(), B.get(), C.get()};
@@ -119,7 +119,7 @@ TEST(Stage07_Autotune, RefusesToTuneInsideAGraphCapture) {
 }
 
 TEST(Task7_4_Autotune, Kernel10EveryShapeClassAndLayout) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_FEATURE(CpAsync, "kernel 10");
   kernel10_autotuner().set_report(nullptr);
   expect_kernel_right(kGemmAutotuned, shape_classes());
   expect_kernel_right(kGemmAutotuned, misaligned_cases());
@@ -132,7 +132,7 @@ TEST(Task7_4_Autotune, Kernel10EveryShapeClassAndLayout) {
 // elsewhere. Both are run here: products of full tiles only, and neighbours that miss by
 // four in M, N or K (one partial tile), in every layout and with split-K slices of either kind.
 TEST(Task7_4_Autotune, FullTileInstancesAndTheirNeighbours) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_FEATURE(CpAsync, "kernel 10");
   for (const GemmCandidate& candidate : async_copy_candidates()) {
     const TileSizes& t = candidate.sizes;
     const std::string what = "kernel 10's launcher at " + t.str();

@@ -9,4 +9,4 @@ using namespace course;
 using namespace course::s07test;
 
 // Misaligned rows take the four-byte copies.
-COURSE_GEMM_KERNEL_TESTS(Task7_6_Tf32Mma, kGemmTf32, SKIP_WITHOUT_GPU())
+COURSE_GEMM_KERNEL_TESTS(Task7_6_Tf32Mma, kGemmTf32, SKIP_WITHOUT_FEATURE(Tf32Mma, "kernel 11"))

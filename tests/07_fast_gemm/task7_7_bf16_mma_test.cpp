@@ -10,9 +10,9 @@ using namespace course;
 using namespace course::s07test;
 
 // Misaligned rows take the single loads.
-COURSE_GEMM_KERNEL_TESTS(Task7_7_Bf16Mma, kGemmBf16, SKIP_WITHOUT_GPU())
+COURSE_GEMM_KERNEL_TESTS(Task7_7_Bf16Mma, kGemmBf16, SKIP_WITHOUT_FEATURE(Bf16Mma, "kernel 12"))
 
 TEST(Task7_7_Bf16Mma, Bf16InputsEveryShapeClassAndLayout) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_FEATURE(Bf16Mma, "kernel 12");
   expect_bf16_inputs_right(kGemmBf16);
 }

@@ -9,6 +9,7 @@ A run ends in one of five states, each a row of the table:
   error    anything else: the trainer's last message and exit code
 """
 import json
+import os
 import re
 import signal
 import statistics
@@ -91,6 +92,8 @@ def as_variant(run, stage, variant):
     """`run`, of `stage`'s trainer with `variant.args` added, as the variant's row: "07_fast_gemm tf32"."""
     run.stage, run.variant_of = f"{stage.id} {variant.label}", stage.id
     run.options = {**run.options, "variant_args": list(variant.args)}
+    if variant.env:
+        run.options["variant_env"] = dict(variant.env)
     return run
 
 
@@ -207,12 +210,40 @@ def left_out_row(stage, model, reason):
     return run
 
 
+def gpu_capability():
+    """The first GPU's compute capability times ten (90 for an H100), from nvidia-smi; None without one."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"(\d+)\.(\d)", out)
+    return int(m[1]) * 10 + int(m[2]) if m else None
+
+
+def older_gpu_reason(env, gpu_cc):
+    """Why a row that runs an older GPU's path (COURSE_AS_CC in `env`) is not run here, or "" when it is."""
+    wanted = dict(env).get("COURSE_AS_CC")
+    if not wanted or gpu_cc is None:
+        return ""
+    major, minor = wanted.split(".")
+    cc = int(major) * 10 + int(minor)
+    if cc == gpu_cc:
+        return f"this GPU is sm_{gpu_cc}: its own row runs the path COURSE_AS_CC={wanted} chooses"
+    if cc > gpu_cc:
+        return f"this GPU is sm_{gpu_cc}, older than COURSE_AS_CC={wanted}: its own row is what it runs"
+    return ""
+
+
 def run_stage(root, build_dir, stage, model, *, out_dir, epochs, batch, limit, seed, dataset, threads=0,
-              extra=(), track="solution", timeout=3600, tag=""):
+              extra=(), track="solution", timeout=3600, tag="", env=()):
     """Runs one trainer (or says why not) and returns its Run; the trainer's output goes to a log
-    file under out_dir/logs, its JSON beside it."""
+    file under out_dir/logs, its JSON beside it. `env`: variables set for the trainer alone
+    (("COURSE_AS_CC", "7.5"),) makes it choose as a T4 would)."""
     if not stage.can_run(model):
         return static_row(stage, model, "n/a", stage.no_model_reason or f"stage {stage.nn} cannot run {model}")
+    if env and (why := older_gpu_reason(env, gpu_capability())):
+        return static_row(stage, model, "skipped", why)
     binary = trainer_path(build_dir, stage, track)
     if not binary.is_file():
         return static_row(stage, model, "skipped", not_built_reason(root, build_dir, stage, track))
@@ -226,7 +257,8 @@ def run_stage(root, build_dir, stage, model, *, out_dir, epochs, batch, limit, s
                           json_path=json_path, threads=threads, extra=extra)
     start = time.monotonic()
     try:
-        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, **dict(env)} if env else None)
         code, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as e:
         code = -1
@@ -235,14 +267,15 @@ def run_stage(root, build_dir, stage, model, *, out_dir, epochs, batch, limit, s
     except OSError as e:
         code, stdout, stderr = -1, "", f"cannot start {binary}: {e}"
     wall = time.monotonic() - start
-    log_path.write_text("$ " + " ".join(cmd) + "\n" + stdout + ("\n--- stderr\n" + stderr if stderr else ""))
+    prefix = [f"{k}={v}" for k, v in env]
+    log_path.write_text("$ " + " ".join(prefix + cmd) + "\n" + stdout + ("\n--- stderr\n" + stderr if stderr else ""))
     results = None
     if json_path.is_file():
         try:
             results = json.loads(json_path.read_text())
         except json.JSONDecodeError as e:
             stderr += f"\nits --json file is not JSON: {e}"
-    shown = [str(Path(cmd[0]).resolve().relative_to(Path(root).resolve()))
+    shown = prefix + [str(Path(cmd[0]).resolve().relative_to(Path(root).resolve()))
              if Path(cmd[0]).resolve().is_relative_to(Path(root).resolve()) else cmd[0]] + cmd[1:]
     run = interpret(stage, model, code, stdout, stderr, results, command=shown, log=log_path)
     run.wall_seconds = wall

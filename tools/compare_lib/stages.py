@@ -15,6 +15,7 @@ class Variant:
     row (what the setting buys), and no later stage takes it as its "prev" (table.compute_speedups)."""
     label: str                   # "tf32": unique within the stage, also its logs' suffix
     args: tuple                  # passed to the trainer on top of the stage's: ("--precision", "tf32")
+    env: tuple = ()              # environment of its run: (("COURSE_AS_CC", "7.5"),) runs an older GPU's path
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,11 @@ class Stage:
         return model in self.models
 
 
+# Rows of a GPU stage run as an older GPU would run it (the fallbacks of common/gpu_features.def).
+AS_SM75 = Variant("as_sm75", (), (("COURSE_AS_CC", "7.5"),))
+AS_SM80 = Variant("as_sm80", (), (("COURSE_AS_CC", "8.0"),))
+
+
 # The course's stages (COURSE.md section 2); stage 09 twice, on one GPU and on two (a machine
 # with one GPU lists the second as skipped, with the reason). A stage folder found under stages/
 # that is not listed here is compared too, as a CPU stage that runs every model.
@@ -61,10 +67,14 @@ KNOWN_STAGES = (
     Stage("06_cudnn", "GPU", gpu=True, needs="a CUDA toolkit and cuDNN"),
     # Its own row is FP32 (the trainer's default, kernel 10); COURSE.md section 8: every reduced-precision
     # run states its precision and its accuracy next to the FP32 run.
+    # Its "as_sm75" row runs the kernels a T4 would (COURSE_AS_CC, common/gpu_capability.hpp): kernel 8
+    # in place of kernel 10, as README's table of GPUs says.
     Stage("07_fast_gemm", "GPU", gpu=True, needs="a CUDA toolkit",
-          variants=(Variant("tf32", ("--precision", "tf32")), Variant("bf16", ("--precision", "bf16")))),
+          variants=(Variant("tf32", ("--precision", "tf32")), Variant("bf16", ("--precision", "bf16")),
+                    AS_SM75)),
     # Stage 08's kernels are all its own; it is built where stage 06 is (its tests load its models there).
-    Stage("08_fused", "GPU", gpu=True, needs="a CUDA toolkit and cuDNN"),
+    # Its "as_sm80" row: the fused step of a GPU without clusters and early launch (A100 to RTX 40).
+    Stage("08_fused", "GPU", gpu=True, needs="a CUDA toolkit and cuDNN", variants=(AS_SM80,)),
     Stage("09_multi_gpu", "GPU", gpu=True, needs="a CUDA toolkit, cuDNN and NCCL", gpus=1, extra_args=("--gpus", "1")),
     Stage("09_multi_gpu", "2 GPUs", gpu=True, needs="a CUDA toolkit, cuDNN and NCCL", gpus=2,
           extra_args=("--gpus", "2")),
@@ -164,9 +174,13 @@ def not_built_reason(root, build_dir, stage, track="solution"):
         if cache.get("COURSE_ENABLE_CUDA", "ON").upper() in ("OFF", "0", "FALSE", "NO"):
             return "not built: COURSE_ENABLE_CUDA is OFF"
         if not list(build_dir.glob("CMakeFiles/*/CMakeCUDACompiler.cmake")):
-            return "not built: no CUDA toolkit (nvcc) was found when the build was configured"
+            return ("not built: no CUDA toolkit (nvcc) was found when the build was configured: install the CUDA 13 "
+                    "toolkit (NVIDIA's apt repository: cuda-toolkit-13-0), then tools/course build")
         if "cuDNN" in stage.needs and not _found(cache.get("CUDNN_LIBRARY")):
-            return "not built: no cuDNN was found when the build was configured"
+            return ("not built: no cuDNN was found when the build was configured: install cuDNN 9 for CUDA 13 "
+                    "(NVIDIA's apt repository: cudnn9-cuda-13), then tools/course build")
         if "NCCL" in stage.needs and not _found(cache.get("NCCL_LIBRARY")):
-            return "not built: no NCCL was found when the build was configured (COURSE_NCCL_ROOT)"
+            return ("not built: no NCCL was found when the build was configured: install it (NVIDIA's apt "
+                    "repository: libnccl-dev) or set COURSE_NCCL_ROOT to a folder with include/nccl.h and lib/, "
+                    "then tools/course build")
     return f"not built in {build_dir} (cmake --build {build_dir} --target {name})"

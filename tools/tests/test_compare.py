@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
 import compare  # noqa: E402
-from compare_lib import amdahl, stages, sweeps, table  # noqa: E402
+from compare_lib import amdahl, runs, stages, sweeps, table  # noqa: E402
 from compare_lib.runs import (Run, as_variant, full_epoch_images, interpret, run_from_dict,  # noqa: E402
                               says_no_gpu, trainer_command)
 
@@ -333,8 +333,10 @@ class VariantRows(unittest.TestCase):
         self.by = {r.stage: r for r in self.rows}
 
     def test_the_stage_declares_its_variants(self):
-        self.assertEqual([(v.label, v.args) for v in S07.variants],
-                         [("tf32", ("--precision", "tf32")), ("bf16", ("--precision", "bf16"))])
+        self.assertEqual([(v.label, v.args, v.env) for v in S07.variants],
+                         [("tf32", ("--precision", "tf32"), ()), ("bf16", ("--precision", "bf16"), ()),
+                          ("as_sm75", (), (("COURSE_AS_CC", "7.5"),))])
+        self.assertEqual([(v.label, v.env) for v in STAGE["08_fused"].variants], [("as_sm80", (("COURSE_AS_CC", "8.0"),))])
         self.assertEqual(S07.models, stages.MODELS)
         self.assertTrue(S07.gpu)
 
@@ -410,11 +412,11 @@ class VariantRows(unittest.TestCase):
         self.assertEqual(line.split(), ["07_fast_gemm", "bf16", "GPU", "mlp", "skipped:"] + why.split())
         self.assertTrue(all(r.vs_prev is None and r.vs_first is None for r in rows[1:]))
         self.assertEqual([r["status"] for r in csv.DictReader(io.StringIO(table.to_csv(rows)))],
-                         ["ok", "skipped", "skipped", "skipped"])
+                         ["ok", "skipped", "skipped", "skipped", "skipped"])
         root = ET.fromstring(table.to_svg(rows, ["mlp"], list(stages.KNOWN_STAGES), machine_line="m", date="d",
                                           command="c", dataset="fashion-mnist", batch=64).encode())
         missing = [e.get("data-stage") for e in root.iter(SVG_NS + "text") if e.get("class") == "bar-missing"]
-        self.assertEqual(missing, ["07_fast_gemm", "07_fast_gemm tf32", "07_fast_gemm bf16"])
+        self.assertEqual(missing, ["07_fast_gemm", "07_fast_gemm tf32", "07_fast_gemm bf16", "07_fast_gemm as_sm75"])
 
     def test_replot_of_a_json_from_before_variants(self):
         """A compare.json written before Run.variant_of existed (docs/figures/compare_*.json) replots as it did."""
@@ -452,12 +454,20 @@ class VariantRows(unittest.TestCase):
         self.assertEqual(rows, [["07_fast_gemm", H100.split()[0]], ["07_fast_gemm", "bf16"], ["07_fast_gemm", "tf32"]])
         self.assertIn("ran its defaults: precision fp32", text)
 
+    def test_a_row_of_an_older_gpu_runs_only_below_this_gpu(self):
+        env = (("COURSE_AS_CC", "8.0"),)
+        self.assertEqual(runs.older_gpu_reason(env, 90), "")
+        self.assertIn("its own row runs the path", runs.older_gpu_reason(env, 80))
+        self.assertIn("older than COURSE_AS_CC=8.0", runs.older_gpu_reason(env, 75))
+        self.assertEqual(runs.older_gpu_reason((), 75), "")
+        self.assertEqual(runs.older_gpu_reason(env, None), "")
+
     def test_the_jobs_and_the_variants_option(self):
         def jobs(*argv):
             args = compare.parse_args(["--models", "mlp"] + list(argv))
             return [(s.id, v.label if v else None) for s, _, v in compare.comparison_jobs(args)]
         self.assertEqual(jobs("--stages", "07"), [("07_fast_gemm", None), ("07_fast_gemm", "tf32"),
-                                                  ("07_fast_gemm", "bf16")])
+                                                  ("07_fast_gemm", "bf16"), ("07_fast_gemm", "as_sm75")])
         self.assertEqual(jobs("--stages", "6,7", "--variants", "none"), [("06_cudnn", None), ("07_fast_gemm", None)])
         self.assertEqual(jobs("--stages", "07", "--variants", "bf16"),
                          [("07_fast_gemm", None), ("07_fast_gemm", "bf16")])
