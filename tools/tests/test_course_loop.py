@@ -72,6 +72,37 @@ class TheScript(unittest.TestCase):
             self.assertIn(f"tools/course {name}", course.__doc__)
 
 
+class DepsOnAnotherRelease(unittest.TestCase):
+    """tools/course deps installs the packages apt has and names the others: one name a release lacks (Ubuntu
+    22.04 has no libclang-rt-14-dev) would otherwise fail the whole apt-get install."""
+    POLICY = ("cmake:\n  Installed: 3.22.1-1ubuntu1\n  Candidate: 3.22.1-1ubuntu1\n  Version table:\n"
+              " *** 3.22.1-1ubuntu1 500\n        500 http://archive.ubuntu.com/ubuntu jammy/main amd64 Packages\n"
+              "mail-transport-agent:\n  Installed: (none)\n  Candidate: (none)\n  Version table:\n"
+              "libcli11-dev:\n  Installed: (none)\n  Candidate: 2.1.2+ds-1\n  Version table:\n"
+              "     2.1.2+ds-1 500\n")
+
+    def test_a_candidate_is_what_apt_can_install(self):
+        course = load_course()
+        # libclang-rt-14-dev: apt-cache policy prints no paragraph for a name it does not know.
+        self.assertEqual(course.with_candidates(self.POLICY), {"cmake", "libcli11-dev"})
+
+    def test_installable_splits_the_names(self):
+        course = load_course()
+        proc = mock.Mock(stdout=self.POLICY)
+        with mock.patch.object(course.shutil, "which", return_value="/usr/bin/apt-cache"), \
+                mock.patch.object(course.subprocess, "run", return_value=proc) as run:
+            wanted, unknown = course.installable(["cmake", "libclang-rt-14-dev", "libcli11-dev"])
+        self.assertEqual((wanted, unknown), (["cmake", "libcli11-dev"], ["libclang-rt-14-dev"]))
+        self.assertEqual(run.call_args.args[0][:2], ["apt-cache", "policy"])
+        self.assertEqual(run.call_args.kwargs["env"]["LC_ALL"], "C")  # "Candidate:" in every locale
+
+    def test_without_package_lists_every_name_stays(self):
+        course = load_course()
+        with mock.patch.object(course.shutil, "which", return_value="/usr/bin/apt-cache"), \
+                mock.patch.object(course.subprocess, "run", return_value=mock.Mock(stdout="")):
+            self.assertEqual(course.installable(["cmake", "g++"]), (["cmake", "g++"], []))
+
+
 class TaskPlaces(unittest.TestCase):
     def test_an_open_hole_is_found_at_its_todo_line(self):
         for stage, ts in tasks.all_tasks().items():
