@@ -8,6 +8,7 @@
 #include "07_fast_gemm/ptx.cuh"
 #include "benchmarks/support/gpu_timing.hpp"
 #include "common/cuda_check.hpp"
+#include "common/gpu_capability.hpp"
 
 namespace roofline {
 
@@ -33,6 +34,7 @@ __global__ void fma_kernel(float* out, float seed) {
 
 // 4 independent accumulator tiles per warp, operands fixed in registers.
 __global__ void mma_bf16_kernel(float* out, unsigned seed) {
+#if COURSE_DEVICE_ARCH >= 800  // these mma shapes: left out of an sm_75 build (ptx.cuh)
   unsigned a[4] = {seed, seed + 1, seed + 2, seed + 3}, b[2] = {seed + 4, seed + 5};
   float c[4][4] = {};
   for (int it = 0; it < kIterations; ++it)
@@ -42,9 +44,11 @@ __global__ void mma_bf16_kernel(float* out, unsigned seed) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) s += c[j][0] + c[j][1] + c[j][2] + c[j][3];
   if (s == -1.f) out[threadIdx.x] = s;
+#endif
 }
 
 __global__ void mma_tf32_kernel(float* out, unsigned seed) {
+#if COURSE_DEVICE_ARCH >= 800  // these mma shapes: left out of an sm_75 build (ptx.cuh)
   unsigned a[4] = {seed, seed + 1, seed + 2, seed + 3}, b[2] = {seed + 4, seed + 5};
   float c[4][4] = {};
   for (int it = 0; it < kIterations; ++it)
@@ -54,6 +58,7 @@ __global__ void mma_tf32_kernel(float* out, unsigned seed) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) s += c[j][0] + c[j][1] + c[j][2] + c[j][3];
   if (s == -1.f) out[threadIdx.x] = s;
+#endif
 }
 
 // The median of five timed launches, after an untimed one (gpu_timing.hpp).
@@ -79,19 +84,23 @@ std::vector<Ceiling> measure() {
   out.push_back({"FP32 FMA (CUDA cores)", 2.0 * 8 * kIterations * blocks * threads / (ms * 1e9), "TFLOP/s",
                  "8 independent FMA chains per thread"});
 
-  ms = median_ms([&] {
-    mma_bf16_kernel<<<blocks, threads>>>(sink.get(), 0x3F803F80u);
-    CUDA_CHECK_LAUNCH();
-  });
-  out.push_back({"BF16 mma.sync m16n8k16", 2.0 * 16 * 8 * 16 * 4 * kIterations * blocks * (threads / 32) / (ms * 1e9),
-                 "TFLOP/s", "4 independent mma per warp, operands in registers"});
+  if (!course::gpu_has(course::GpuFeature::Bf16Mma) || !course::gpu_has(course::GpuFeature::Tf32Mma)) {
+    out.push_back({"mma.sync (tensor cores)", 0, "-", course::without_feature_note(course::GpuFeature::Tf32Mma)});
+  } else {
+    ms = median_ms([&] {
+      mma_bf16_kernel<<<blocks, threads>>>(sink.get(), 0x3F803F80u);
+      CUDA_CHECK_LAUNCH();
+    });
+    out.push_back({"BF16 mma.sync m16n8k16", 2.0 * 16 * 8 * 16 * 4 * kIterations * blocks * (threads / 32) / (ms * 1e9),
+                   "TFLOP/s", "4 independent mma per warp, operands in registers"});
 
-  ms = median_ms([&] {
-    mma_tf32_kernel<<<blocks, threads>>>(sink.get(), 0x3F800000u);
-    CUDA_CHECK_LAUNCH();
-  });
-  out.push_back({"TF32 mma.sync m16n8k8", 2.0 * 16 * 8 * 8 * 4 * kIterations * blocks * (threads / 32) / (ms * 1e9),
-                 "TFLOP/s", "4 independent mma per warp, operands in registers"});
+    ms = median_ms([&] {
+      mma_tf32_kernel<<<blocks, threads>>>(sink.get(), 0x3F800000u);
+      CUDA_CHECK_LAUNCH();
+    });
+    out.push_back({"TF32 mma.sync m16n8k8", 2.0 * 16 * 8 * 8 * 4 * kIterations * blocks * (threads / 32) / (ms * 1e9),
+                   "TFLOP/s", "4 independent mma per warp, operands in registers"});
+  }
 
   const std::size_t bytes = std::size_t{1} << 30;
   course::DeviceBuffer<char> from(bytes), to(bytes);
