@@ -16,6 +16,7 @@
 #include "08_fused/fused_step.hpp"
 #include "cnn_comparison.hpp"
 #include "common/data.hpp"
+#include "common/gpu_capability.hpp"
 #include "s08_support.hpp"
 
 using namespace course;
@@ -122,7 +123,8 @@ TEST(Stage08_Engine, DenseChainMatchesStage01OnOtherMlps) {
   const std::string deep = "fc100,tanh,fc37,leaky,fc50,sigmoid,fc24,softplus,fc10";
   for (const auto& [spec, input] : {std::pair<std::string, Shape3>{deep, {1, 28, 28}}, {"fc33,relu,fc20,fc10", {3, 5, 7}},
                                     {"fc10", {1, 6, 6}}})
-    EXPECT_TRUE(Fused(comparison_config(spec, input, 8)).step().dense_chain_enabled()) << spec << " runs as the chain";
+    EXPECT_EQ(Fused(comparison_config(spec, input, 8)).step().dense_chain_enabled(), gpu_has(GpuFeature::EarlyLaunch))
+        << spec << " runs as the chain where the GPU has clusters, as separate kernels elsewhere";
   expect_matches_cpu(deep, {1, 28, 28}, 16, 12 * 16 + 5, "cross-entropy", {}, 0.05);
   expect_matches_cpu("fc33,relu,fc20,fc10", {3, 5, 7}, 100, 3 * 100 + 7, "cross-entropy", {}, 0.05);
   expect_matches_cpu("fc33,softplus,fc10", {3, 5, 7}, 5, 9 * 5 + 2, "mse", {}, 0.05);
@@ -142,6 +144,7 @@ TEST(Stage08_Engine, DenseChainOnSmallShapes) {
 // bits launched one by one; the `cnn` never (a conv layer), nor a persistent or profiled run.
 TEST(Stage08_Engine, MlpStepIsTheDenseChainsTwoKernels) {
   SKIP_WITHOUT_GPU();
+  if (!gpu_has(GpuFeature::EarlyLaunch)) GTEST_SKIP() << "the dense chain: " << without_feature_note(GpuFeature::EarlyLaunch);
   const Dataset train = make_synthetic(1000, {1, 28, 28}, 10, 101);
   const EngineConfig cfg = comparison_config(named_model_spec("mlp"), {1, 28, 28}, 64);
   Fused with_graph(cfg), without(cfg, FusedOptions{false, false});

@@ -46,6 +46,7 @@
 #include "benchmarks/04_cuda_matmul/sweep/mlp_shapes.hpp"
 #include "benchmarks/support/gpu_timing.hpp"
 #include "common/cuda_check.hpp"
+#include "common/gpu_capability.hpp"
 #include "common/rng.hpp"
 #include "roofline.hpp"
 #include "tf32_inputs.hpp"
@@ -126,11 +127,13 @@ std::vector<Contender> all_contenders() {
                }});
   for (int k : {course::kGemmBf16, course::kGemmWgmma, course::kGemmTmaBf16}) {
     const std::string name = std::to_string(k) + " " + course::gemm_kernel_name(k);
-    c.push_back({name + " bf16 in", Precision::BF16, false, -1,
-                 [k](const Shape& s, Operands& o, float* C) {
-                   course::gemm_bf16(k, s.trans_a, s.trans_b, s.M, s.N, s.K, 1.f, o.A_bf16.get(), o.B_bf16.get(), 0.f, C);
-                 },
-                 /*splits=*/false});
+    if (course::gpu_has(course::GpuFeature::Bf16Mma))  // BF16 inputs need kernel 12's mma (gemm_bf16 says so)
+      c.push_back({name + " bf16 in", Precision::BF16, false, -1,
+                   [k](const Shape& s, Operands& o, float* C) {
+                     course::gemm_bf16(k, s.trans_a, s.trans_b, s.M, s.N, s.K, 1.f, o.A_bf16.get(), o.B_bf16.get(), 0.f,
+                                       C);
+                   },
+                   /*splits=*/false});
     c.push_back({name + " fp32 in", Precision::BF16, false, k, [k](const Shape& s, Operands& o, float* C) { run_kernel(k, s, o, C); }});
   }
   return c;
@@ -288,8 +291,10 @@ int main(int argc, char** argv) {
       *csv << "table,shape,M,N,K,trans_a,trans_b,split_k,contender,precision,median_us,gflops,fraction_of_cublas,"
               "rel_error\n";
     }
-    if (!course::wgmma_available())
-      std::printf("note: kernels 13 to 16 (wgmma) need a Hopper GPU and an sm_90a build; here they run 12 and 11\n");
+    // What this GPU (or COURSE_AS_CC) runs in place of the kernels it lacks the features for.
+    for (int k = course::kGemmAsyncCopy; k <= course::kLastFastGemm; ++k)
+      for (const std::string& note : course::kernel_choice_notes(k))
+        if (note.rfind("kernel " + std::to_string(k) + " ", 0) == 0) std::printf("note: %s\n", note.c_str());
     std::printf("%s; median of >= %d runs (>= %.0f ms) per point; %% = the same precision's cuBLAS time / this "
                 "one's\n",
                 course::gpu_name().c_str(), o.min_runs, o.min_ms);
