@@ -176,7 +176,8 @@ def variant_notes(rows):
         return []
     parts = []
     for base in bases:
-        ran = {r.stage: " ".join(r.options.get("variant_args", [])) for r in rows if r.variant_of == base}
+        ran = {r.stage: " ".join([f"{k}={v}" for k, v in r.options.get("variant_env", {}).items()]
+                                 + r.options.get("variant_args", [])) for r in rows if r.variant_of == base}
         own = next((r.options["precision"] for r in rows if r.stage == base and r.options.get("precision")), None)
         parts.append(" and ".join(f"'{name}'" for name in ran) + f": stage {base[:2]}'s trainer with "
                      + ", ".join(args for args in ran.values() if args)

@@ -119,8 +119,10 @@ std::vector<Contender> all_contenders() {
   c.push_back({"cuBLAS tf32", Precision::TF32, true, -1, [](const Shape& s, Operands& o, float* C) {
                  course::cublas_gemm_tf32(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.f, o.A_tf32.get(), o.B_tf32.get(), 0.f, C);
                }});
+  // A kernel is checked at the precision of the kernel that runs in its place on this GPU (kernel_that_runs()).
+  const auto precision_here = [](int k) { return course::gemm_precision(course::kernel_that_runs(k)); };
   for (int k : {course::kGemmTf32, course::kGemmWgmmaTf32, course::kGemmTmaTf32})
-    c.push_back({std::to_string(k) + " " + course::gemm_kernel_name(k), Precision::TF32, false, k,
+    c.push_back({std::to_string(k) + " " + course::gemm_kernel_name(k), precision_here(k), false, k,
                  [k](const Shape& s, Operands& o, float* C) { run_kernel(k, s, o, C); }});
   c.push_back({"cuBLAS bf16", Precision::BF16, true, -1, [](const Shape& s, Operands& o, float* C) {
                  course::cublas_gemm_bf16(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.f, o.A_bf16.get(), o.B_bf16.get(), 0.f, C);
@@ -134,7 +136,8 @@ std::vector<Contender> all_contenders() {
                                        C);
                    },
                    /*splits=*/false});
-    c.push_back({name + " fp32 in", Precision::BF16, false, k, [k](const Shape& s, Operands& o, float* C) { run_kernel(k, s, o, C); }});
+    c.push_back({name + " fp32 in", precision_here(k), false, k,
+                 [k](const Shape& s, Operands& o, float* C) { run_kernel(k, s, o, C); }});
   }
   return c;
 }
