@@ -77,6 +77,8 @@ class DataParallelEngine : public Engine, private GradientSync {
   void set_optimizer_state(const std::vector<NamedTensor>& state) override { local_->set_optimizer_state(state); }
   /// The local engine's record of its step's choices, e.g. the cuDNN step's conv algorithms (rank 0's is the one a checkpoint keeps).
   EngineState engine_state() const override { return local_->engine_state(); }
+  /// What the local step chose for this GPU (Engine::gpu_choices()).
+  std::vector<std::string> gpu_choices() const override { return local_->gpu_choices(); }
   /// The local engine's rows, then the all-reduce's (allreduce_timing.hpp).
   std::vector<LayerTime> layer_times() const override;
   void reset_layer_times() override;
