@@ -65,8 +65,9 @@ constexpr Fallback kFallbacks[] = {
 /// The one fallback step of `kernel` on this GPU, or null when the kernel runs as it is.
 const Fallback* fallback_here(int kernel) {
   for (const Fallback& f : kFallbacks) {
+    if (f.kernel != kernel) continue;  // the GPU is asked about this kernel's feature only
     const bool has = f.needs == GpuFeature::Wgmma ? wgmma_available() : gpu_has(f.needs);
-    if (f.kernel == kernel && !has) return &f;
+    return has ? nullptr : &f;
   }
   return nullptr;
 }

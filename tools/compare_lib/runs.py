@@ -8,6 +8,7 @@ A run ends in one of five states, each a row of the table:
   todo     an exercise hole was reached (exercises track only): the trainer named the task
   error    anything else: the trainer's last message and exit code
 """
+import functools
 import json
 import os
 import re
@@ -210,8 +211,9 @@ def left_out_row(stage, model, reason):
     return run
 
 
+@functools.lru_cache(maxsize=None)
 def gpu_capability():
-    """The first GPU's compute capability times ten (90 for an H100), from nvidia-smi; None without one."""
+    """The first GPU's compute capability times ten (90 for an H100), from nvidia-smi, asked once; None without one."""
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"], capture_output=True,
                              text=True, timeout=30).stdout
