@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Where the time goes, on the GPU machine: the kernels of one CNN training step
 # of stage 05 (Nsight Compute, each kernel timed alone, caches not flushed) and
-# of stages 05 and 06 in a real run (tools/gpu/kernel_trace.cpp, CUPTI: each
+# of stages 05, 06 and 07 in a real run (tools/gpu/kernel_trace.cpp, CUPTI: each
 # kernel's start and end, the gaps between them, CUDA graphs included), and
 # the phases of stage 03's data-parallel step on every core (Google
 # Benchmark). Logs and tables land in $OUT. About 3 minutes after the build.
@@ -18,7 +18,7 @@ NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/
 
 log "configure and build ($(date -u +%T))"
 cmake -S . -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 -DCOURSE_TRACKS=solution >"$OUT/build.log" 2>&1 &&
-  cmake --build "$BUILD" -j16 --target ${TARGETS:-s05_train_solution s06_train_solution s03_bench} >>"$OUT/build.log" 2>&1 ||
+  cmake --build "$BUILD" -j16 --target ${TARGETS:-s05_train_solution s06_train_solution s07_train_solution s03_bench} >>"$OUT/build.log" 2>&1 ||
   { tail -40 "$OUT/build.log"; exit 1; }
 log "built ($(date -u +%T))"
 
@@ -44,11 +44,12 @@ if [ -n "$CUPTI_SO" ] && [ -n "$CUPTI_H" ] &&
    g++ -O2 -shared -fPIC -I"$(dirname "$CUPTI_H")" tools/gpu/kernel_trace.cpp -o "$BUILD/kernel_trace.so" \
      -L"$(dirname "$CUPTI_SO")" -lcupti -Wl,-rpath,"$(dirname "$CUPTI_SO")"; then
   # trace_step NAME BINARY ARGS...: one epoch traced, then the per-step table (steps 21 on).
+  # The model is MODEL's (default cnn).
   trace_step() {
     local name=$1
     shift
     CUDA_INJECTION64_PATH=$PWD/$BUILD/kernel_trace.so KERNEL_TRACE_OUT="$OUT/$name.trace.csv" \
-      timeout 120 "$@" --model cnn --epochs 1 --no-progress --verbose >"$OUT/$name.log" 2>&1
+      timeout 120 "$@" --model "${MODEL:-cnn}" --epochs 1 --no-progress --verbose >"$OUT/$name.log" 2>&1
     grep -h "batch 64" "$OUT/$name.log" | tee -a "$OUT/profile.log"
     python3 tools/gpu/kernel_table.py "$OUT/$name.trace.csv" --skip 20 | tee "$OUT/$name.txt"
   }
@@ -59,6 +60,13 @@ if [ -n "$CUPTI_SO" ] && [ -n "$CUPTI_H" ] &&
   done
   log "stage 06 kernels, --conv-algos deterministic, graph off, traced"
   trace_step s06_trace_deterministic_nograph "$BIN/s06_train_solution" --graph off
+  # Stage 07 against stage 06, both with their defaults (graph on): lesson 07's "Every stage on
+  # the same work" reads these four tables.
+  for model in cnn mlp; do
+    log "stage 06 and stage 07 kernels, $model, defaults, traced"
+    MODEL=$model trace_step "s06_trace_default_$model" "$BIN/s06_train_solution"
+    MODEL=$model trace_step "s07_trace_default_$model" "$BIN/s07_train_solution"
+  done
 else
   log "CUPTI not found (libcupti.so, cupti.h): no kernel traces"
 fi
