@@ -47,8 +47,8 @@ DataParallelEngine::DataParallelEngine(std::unique_ptr<GpuEngine> local, std::un
     throw std::invalid_argument("rank " + std::to_string(rank()) + "'s engine has batch " +
                                 std::to_string(local_->batch()) + ", but its share of the global batch " +
                                 std::to_string(global_.batch) + " is " + std::to_string(plan.local_batch(rank())));
-  if (options_.allreduce != "flat" && options_.allreduce != "buckets")
-    throw std::invalid_argument("unknown all-reduce schedule '" + options_.allreduce + "' (flat, buckets)");
+  if (options_.allreduce != "flat" && options_.allreduce != "buckets" && options_.allreduce != "peer")
+    throw std::invalid_argument("unknown all-reduce schedule '" + options_.allreduce + "' (flat, buckets, peer)");
   versions_ = check_nccl_versions();
   kill_at_step_ = kill_step_for(rank());
 
@@ -64,6 +64,14 @@ DataParallelEngine::DataParallelEngine(std::unique_ptr<GpuEngine> local, std::un
     flat_ = std::make_unique<FlatAllReduce>(comm_->get(), weighted_sum_, local_->gradients(), local_->parameter_count(),
                                             timing_);
     schedule_ = flat_.get();
+  } else if (options_.allreduce == "peer") {
+    const std::string refusal = peer_sum_refusal(comm_->get(), rank(), world());
+    if (!refusal.empty())
+      throw std::invalid_argument("--allreduce peer cannot run here: " + refusal +
+                                  "; --allreduce flat or buckets (NCCL) runs on any GPUs");
+    peer_ = std::make_unique<PeerAllReduce>(comm_->get(), rank(), world(), weight_.get(), local_->gradients(),
+                                            local_->parameter_count(), timing_);
+    schedule_ = peer_.get();
   } else {
     bucketed_ = std::make_unique<BucketedAllReduce>(comm_->get(), weighted_sum_, local_->gradients(),
                                                     local_->gradient_ranges(),
@@ -80,6 +88,7 @@ DataParallelEngine::~DataParallelEngine() {
   bucketed_.reset();  // waits for its stream
 
   flat_.reset();
+  peer_.reset();
   if (have_op_) ncclRedOpDestroy(weighted_sum_, comm_->get());
 }
 

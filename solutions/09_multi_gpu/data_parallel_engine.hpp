@@ -8,8 +8,9 @@
 ///    own engine: gather, forward, loss (the mean over its slice), backward;
 /// 2. replaces its gradients by the weighted sum of every rank's (Task 9.2:
 ///    one flat all-reduce after the backward pass; or Task 9.4: buckets, on a
-///    second stream, during it): now every rank holds the gradient that one
-///    GPU would compute for the whole global batch;
+///    second stream, during it; or, between the GPUs of one host, one kernel
+///    that writes into the other GPUs' memory, peer_allreduce.hpp): now every
+///    rank holds the gradient that one GPU would compute for the whole global batch;
 /// 3. applies the same SGD update to the same weights: the replicas stay equal,
 ///    bit for bit (an all-reduce leaves the same bits on every rank).
 ///
@@ -40,6 +41,7 @@
 #include "09_multi_gpu/bucketed_allreduce.hpp"
 #include "09_multi_gpu/communicator.hpp"
 #include "09_multi_gpu/flat_allreduce.hpp"
+#include "09_multi_gpu/peer_allreduce.hpp"
 #include "common/engine.hpp"
 #include "common/epoch_order_ahead.hpp"
 
@@ -47,7 +49,7 @@ namespace course {
 
 /// How the gradients are summed.
 struct DataParallelOptions {
-  std::string allreduce = "buckets";      ///< "flat" (Task 9.2) or "buckets" (Task 9.4)
+  std::string allreduce = "buckets";      ///< "flat" (Task 9.2), "buckets" (Task 9.4) or "peer" (one host, peer_allreduce.hpp)
   std::size_t bucket_bytes = 128 * 1024;  ///< the smallest bucket (buckets only)
 };
 
@@ -57,7 +59,8 @@ class DataParallelEngine : public Engine, private GradientSync {
   /// `local` trains this rank's slices: its batch must be ShardPlan's local
   /// batch of this rank for global.batch. `global` is the run's configuration
   /// (its batch is the global batch). Throws std::invalid_argument for a batch
-  /// that does not match or an unknown --allreduce.
+  /// that does not match, an unknown --allreduce, or "peer" where the GPUs cannot
+  /// address each other's memory (the same answer on every rank).
   DataParallelEngine(std::unique_ptr<GpuEngine> local, std::unique_ptr<Communicator> comm,
                      const EngineConfig& global, const DataParallelOptions& options);
   ~DataParallelEngine() override;
@@ -122,7 +125,8 @@ class DataParallelEngine : public Engine, private GradientSync {
   AllReduceTiming timing_;
   std::unique_ptr<FlatAllReduce> flat_;
   std::unique_ptr<BucketedAllReduce> bucketed_;
-  GradientSync* schedule_ = nullptr;     // flat_ or bucketed_
+  std::unique_ptr<PeerAllReduce> peer_;
+  GradientSync* schedule_ = nullptr;     // flat_, bucketed_ or peer_
   bool capturable_ = true;
   DeviceBuffer<double> sums_;
   DeviceBuffer<int> gathered_;

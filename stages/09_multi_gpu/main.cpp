@@ -132,6 +132,9 @@ std::string describe_run(const course::RankPlace& me, const course::EngineConfig
   if (mg.allreduce == "flat") {
     line += "all-reduce: flat, one call of " + std::to_string(facts.at("gradient_bytes").get<long>() / 1024) +
             " KiB after the backward pass\n";
+  } else if (mg.allreduce == "peer") {
+    line += "all-reduce: peer, one kernel of " + std::to_string(facts.at("gradient_bytes").get<long>() / 1024) +
+            " KiB after the backward pass, writing into the other GPUs' memory (no NCCL call)\n";
   } else {
     line += "all-reduce: " + std::to_string(facts.at("buckets").size()) + " bucket(s) of at least " +
             std::to_string(mg.bucket_kib) + " KiB on a second stream, during the backward pass:";

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -244,7 +245,8 @@ TEST(Stage09_CpuPremise, TwentyStepComparisonDoesNotBranch) {
 }
 
 // 2 GPUs x 64 examples against 1 GPU x 128, 20 steps: the same parameters, within
-// the tolerance of two summation orders; the MLP too.
+// the tolerance of two summation orders, with every schedule; and with two ranks the
+// peer sum adds the same two rounded products as NCCL: the same bits as flat.
 TEST(Stage09_Trainer, TwoGpusComputeWhatOneComputesWithTheGlobalBatch) {
   S09_SKIP_WITHOUT_GPUS(2);
   const fs::path dir = fresh_dir();
@@ -252,7 +254,7 @@ TEST(Stage09_Trainer, TwoGpusComputeWhatOneComputesWithTheGlobalBatch) {
       std::vector<std::string>{"--model", "cnn", "--epochs", "1", "--batch", std::to_string(kGlobalBatch), "--lr",
                                "0.01", "--lr-schedule", "constant", "--load", save_spread_start(dir).string()} +
       data_args(kTwentySteps);
-  for (const std::string allreduce : {"buckets", "flat"}) {
+  for (const std::string allreduce : {"buckets", "flat", "peer"}) {
     SCOPED_TRACE(allreduce);
     const Finished one = expect_ok(
         run_trainer_binary(dir, "one_" + allreduce,
@@ -273,6 +275,11 @@ TEST(Stage09_Trainer, TwoGpusComputeWhatOneComputesWithTheGlobalBatch) {
     for (std::size_t i = 0; i < start.size(); ++i) moved += std::fabs(trained[i] - start[i]) > 10 * kParamAtol;
     EXPECT_GT(moved, 0u) << "the parameters hardly moved, so the comparison proves little";
   }
+  const std::vector<float> peer = model_values(dir / "two_peer.bin"), flat = model_values(dir / "two_flat.bin");
+  ASSERT_EQ(peer.size(), flat.size());
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < peer.size(); ++i) differ += std::memcmp(&peer[i], &flat[i], sizeof(float)) != 0;
+  EXPECT_EQ(differ, 0u) << "of " << peer.size() << " parameters differ between --allreduce peer and flat on 2 GPUs";
 }
 
 TEST(Stage09_Trainer, WhenARankDiesTheLauncherStopsTheOthers) {
@@ -288,28 +295,33 @@ TEST(Stage09_Trainer, WhenARankDiesTheLauncherStopsTheOthers) {
 }
 
 // Ranks started without the launcher (as mpirun or a person would): when rank 1
-// dies, rank 0's watchdog stops it with a message once --nccl-timeout passes.
+// dies, rank 0's watchdog stops it with a message once --nccl-timeout passes,
+// whether it waits in NCCL or in the peer sum's kernel.
 TEST(Stage09_Trainer, WithoutTheLauncherTheWatchdogStopsTheRankLeft) {
   S09_SKIP_WITHOUT_GPUS(2);
-  const fs::path dir = fresh_dir();
-  const std::vector<std::string> args =
-      std::vector<std::string>{"--model", "cnn", "--epochs", "5", "--nccl-timeout", "10"} + data_args(8000);
-  std::vector<std::unique_ptr<TrainerProcess>> ranks;
-  for (int r = 0; r < 2; ++r)
-    ranks.push_back(std::make_unique<TrainerProcess>(
-        dir, "rank" + std::to_string(r), args,
-        std::vector<std::pair<std::string, std::string>>{{"COURSE_RANK", std::to_string(r)},
-                                                         {"COURSE_WORLD_SIZE", "2"},
-                                                         {"COURSE_LOCAL_RANK", std::to_string(r)},
-                                                         {"COURSE_NCCL_ID_FILE", (dir / "nccl-id").string()},
-                                                         {"COURSE_TEST_KILL_RANK_AT_STEP", "1:5"}}));
-  const Finished dead = ranks[1]->wait(120);
-  EXPECT_EQ(dead.exit_code, 128 + SIGKILL) << dead.err;
-  const Finished left = ranks[0]->wait(120);
-  EXPECT_FALSE(left.timed_out) << "rank 0 hung";
-  EXPECT_EQ(left.exit_code, kExitError) << left.err;
-  EXPECT_CONTAINS(left.err, "rank 0 of 2: error: ");
-  EXPECT_LT(left.seconds, 90.0);
+  for (const std::string allreduce : {"buckets", "peer"}) {
+    SCOPED_TRACE(allreduce);
+    const fs::path dir = fresh_dir();
+    const std::vector<std::string> args =
+        std::vector<std::string>{"--model", "cnn", "--epochs", "5", "--nccl-timeout", "10", "--allreduce", allreduce} +
+        data_args(8000);
+    std::vector<std::unique_ptr<TrainerProcess>> ranks;
+    for (int r = 0; r < 2; ++r)
+      ranks.push_back(std::make_unique<TrainerProcess>(
+          dir, "rank" + std::to_string(r), args,
+          std::vector<std::pair<std::string, std::string>>{{"COURSE_RANK", std::to_string(r)},
+                                                           {"COURSE_WORLD_SIZE", "2"},
+                                                           {"COURSE_LOCAL_RANK", std::to_string(r)},
+                                                           {"COURSE_NCCL_ID_FILE", (dir / "nccl-id").string()},
+                                                           {"COURSE_TEST_KILL_RANK_AT_STEP", "1:5"}}));
+    const Finished dead = ranks[1]->wait(120);
+    EXPECT_EQ(dead.exit_code, 128 + SIGKILL) << dead.err;
+    const Finished left = ranks[0]->wait(120);
+    EXPECT_FALSE(left.timed_out) << "rank 0 hung";
+    EXPECT_EQ(left.exit_code, kExitError) << left.err;
+    EXPECT_CONTAINS(left.err, "rank 0 of 2: error: ");
+    EXPECT_LT(left.seconds, 90.0);
+  }
 }
 
 // A checkpoint written by rank 0 of a two-GPU run resumes on two GPUs to the same

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Stage 09 on the fused step: two GPUs against stage 08 on one, in one call of a two-GPU machine
 # (lesson 09, "The fused step on two GPUs"): build, stage 09's tests, the all-reduce sweep, then
-# `cnn` and `cnn-deep` twice each: stage 08 at batch 64, stage 09 on two GPUs at 64 each (buckets
-# and flat), four epochs a run; last, a --profile epoch of `cnn` on two GPUs. Prints the median
+# `cnn` and `cnn-deep` twice each: stage 08 at batch 64, stage 09 on two GPUs at 64 each (buckets,
+# flat and peer), four epochs a run; last, a --profile epoch of `cnn` on two GPUs. Prints the median
 # of epochs 2 to 4 of both runs of each row (the first epoch carries the capture).
 #
 #   OUT=/some/folder tools/gpu/fused_scaling.sh        (NCCL_NVLS_ENABLE=0 is set here)
@@ -34,9 +34,13 @@ for round in 1 2; do
     run "s09-2gpu-buckets_${model}_$round" "$B/s09_train_solution" --model "$model" --gpus 2 --batch 128 --epochs 4
     run "s09-2gpu-flat_${model}_$round" "$B/s09_train_solution" --model "$model" --gpus 2 --batch 128 --epochs 4 \
       --allreduce flat
+    run "s09-2gpu-peer_${model}_$round" "$B/s09_train_solution" --model "$model" --gpus 2 --batch 128 --epochs 4 \
+      --allreduce peer
   done
 done
 timeout 60 "$B/s09_train_solution" --model cnn --gpus 2 --batch 128 --epochs 1 --profile 2>&1 | sed -n '/^profile:/,$p'
+timeout 60 "$B/s09_train_solution" --model cnn --gpus 2 --batch 128 --epochs 1 --profile --allreduce peer 2>&1 |
+  sed -n '/^profile:/,$p'
 python3 - "$OUT" <<'PY'
 import json, pathlib, statistics, sys
 rows = {}

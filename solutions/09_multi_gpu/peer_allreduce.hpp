@@ -1,0 +1,114 @@
+/// @file peer_allreduce.hpp
+/// @brief Stage 09: the weighted sum over the GPUs of one host in one kernel that reads and writes the other GPUs' memory (glue, not a task).
+///
+/// Why: an NCCL all-reduce call costs a fixed 26 to 35 µs on two GPUs of one
+/// host before its first byte moves (lesson 09's sweep, T(S) = alpha + S / beta),
+/// and the fused step of the `cnn` is about 100 µs, so two GPUs train at most
+/// 2 x 100 / (100 + 30) = 1.5x one. NCCL pays that fixed cost for generality: a
+/// ring of channels, protocols chosen by size, proxies for the network. Between
+/// GPUs of one host that can address each other's memory (NVLink, or PCIe with
+/// peer access), a sum of a few hundred KiB needs none of it.
+///
+/// **One shot.** Every rank exposes one buffer of its own (cudaIpcGetMemHandle:
+/// another process of the host maps it with cudaIpcOpenMemHandle), its *inbox*:
+/// a slot per rank for the weighted gradients, and a flag per rank and block.
+/// One kernel, launched by every rank on its compute stream after the backward
+/// pass, cuts the gradient into the same chunks on every rank, a chunk per
+/// block. Block b of rank r
+///
+/// 1. writes w_r g_r of chunk b into slot r of every other rank's inbox (stores
+///    over NVLink), then raises its flag for chunk b in every other rank's
+///    inbox to this call's number (after a system-wide fence: the data lands
+///    before the flag);
+/// 2. waits until every other rank's flag for chunk b in its own inbox shows this
+///    call's number;
+/// 3. sums chunk b over the ranks, in rank order, its own term w_r g_r computed
+///    in place, and writes the sum over its gradients.
+///
+/// Every rank adds the same terms in the same order: every rank ends with the
+/// same bits, as the update needs. With two ranks the sum is w_0 g_0 + w_1 g_1, the
+/// same bits as NCCL's pre-multiplied sum (a + b = b + a in floating point).
+///
+/// **Two slots per rank, alternating by call.** Rank r may run ahead of rank q by
+/// one call: having seen q's flag of call n, r can start call n + 1 and write into
+/// q's inbox while q is still reading call n's data there. The data of call n + 1
+/// goes to the other parity's slot; call n + 2 would reuse call n's, but r reaches it
+/// only after seeing q's flag of call n + 1, which q raises only in its next kernel,
+/// after its call n has finished reading (kernels on one stream run in order).
+///
+/// A block waits on the GPU for the same block of the other GPUs, so every block
+/// of the kernel must be running at once on every GPU: the grid is at most
+/// kMaxPeerBlocks (128) blocks of 256 threads, fewer than the multiprocessors of a
+/// GPU that has NVLink. The call number lives in device memory, so a CUDA graph
+/// replays the kernel as it is. A rank that dies leaves the others waiting in the
+/// kernel: the watchdog (common/multi_gpu/watchdog.hpp) sees the GPU stop making
+/// progress and ends the rank, as it does for NCCL.
+#pragma once
+
+#include <nccl.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "common/gpu/engine_parts.hpp"
+#include "09_multi_gpu/allreduce_timing.hpp"
+
+namespace course {
+
+/// The most ranks, and the most blocks of one call.
+constexpr int kMaxPeerRanks = 8;
+constexpr int kMaxPeerBlocks = 128;
+
+/// What the kernel needs: this rank's gradients and weight, every rank's inbox as this process maps it.
+struct PeerSumArgs {
+  float* gradients = nullptr;          ///< [count], summed in place
+  const float* weight = nullptr;       ///< this rank's weight (device memory, read when the kernel runs)
+  std::size_t count = 0;
+  int rank = 0, world = 1;
+  float* inbox[kMaxPeerRanks] = {};            ///< rank q's inbox: [2 parities][world slots][count]
+  unsigned* flags[kMaxPeerRanks] = {};         ///< rank q's flags: [world senders][kMaxPeerBlocks]
+  unsigned* calls = nullptr;           ///< this rank's call number per block [kMaxPeerBlocks]
+};
+
+/// Blocks of one call for `count` values: the same on every rank (it depends on the count alone).
+int peer_sum_blocks(std::size_t count);
+
+/// Queues the one-shot weighted sum on `stream` (peer_allreduce.cu).
+void launch_peer_sum(const PeerSumArgs& args, cudaStream_t stream);
+
+/// Why the ranks of `comm` cannot run the peer sum ("" when they can): the same
+/// answer on every rank (a collective call). It needs every rank on one host and
+/// every GPU able to address every other's memory (cudaDeviceCanAccessPeer).
+std::string peer_sum_refusal(ncclComm_t comm, int rank, int world);
+
+/// The one-shot sum of all the gradients after the backward pass (a GradientSync for the engine).
+class PeerAllReduce : public GradientSync {
+ public:
+  /// Collective: every rank makes its own at the same point, after
+  /// peer_sum_refusal() said "". `gradients`: the engine's flat buffer of `count`
+  /// floats; `weight`: this rank's weight in device memory. Throws
+  /// std::runtime_error naming the CUDA call that failed.
+  PeerAllReduce(ncclComm_t comm, int rank, int world, const float* weight, float* gradients, std::size_t count,
+                AllReduceTiming& timing);
+  ~PeerAllReduce() override;
+  PeerAllReduce(const PeerAllReduce&) = delete;
+  PeerAllReduce& operator=(const PeerAllReduce&) = delete;
+
+  /// Nothing yet: one call once the whole backward pass is queued.
+  void gradients_queued(const GradientRange&, cudaStream_t) override {}
+  /// The one-shot sum on `stream`: the update after it on `stream` waits for it.
+  void before_update(cudaStream_t stream) override;
+
+ private:
+  PeerSumArgs args_;
+  float* own_ = nullptr;             // this rank's inbox and flags, one allocation (what the others map)
+  unsigned* calls_ = nullptr;
+  std::vector<void*> mapped_;        // the other ranks' allocations as this process maps them
+  AllReduceTiming& timing_;
+  std::size_t row_ = 0;
+};
+
+}  // namespace course
