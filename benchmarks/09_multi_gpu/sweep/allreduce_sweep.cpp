@@ -19,6 +19,12 @@
 // the fixed cost of a collective call plus reading and writing S bytes of the
 // GPU's own memory. Then the fit is T(S) = alpha + S / beta with beta that
 // local rate, and the ring's term is zero.
+//
+// Where every GPU can address every other's memory, the sweep also times the
+// trainer's --allreduce peer (peer_allreduce.hpp): one kernel per GPU that writes
+// its weighted values into the others' memory and sums what they wrote; here the
+// one process maps the other GPUs' buffers by peer access instead of CUDA IPC.
+// Its result is checked the same way, and printed beside NCCL's ("peer us").
 #include <nccl.h>
 
 #include <algorithm>
@@ -33,6 +39,7 @@
 
 #include "09_multi_gpu/communicator.hpp"
 #include "09_multi_gpu/flat_allreduce.hpp"
+#include "09_multi_gpu/peer_allreduce.hpp"
 #include "09_multi_gpu/scaling_models.hpp"
 #include "benchmarks/support/gpu_timing.hpp"
 #include "common/arch.hpp"
@@ -64,10 +71,62 @@ struct Rank {
   float* values = nullptr;
   std::size_t capacity = 0;
   cudaEvent_t start = nullptr, stop = nullptr;
+  float* inbox = nullptr;          // the peer sum's inbox and flags on this GPU
+  unsigned* calls = nullptr;
+  course::PeerSumArgs peer;        // its arguments: every GPU's inbox as peer pointers
 };
 
-// One all-reduce of `floats` values on every rank, as one group (one thread drives them all).
-void allreduce_all(std::vector<Rank>& ranks, std::size_t floats) {
+// Whether the ranks' GPUs can all address each other's memory: the peer sum can run.
+bool peers_reachable(int N) {
+  if (N < 2) return false;
+  for (int a = 0; a < N; ++a)
+    for (int b = 0; b < N; ++b) {
+      int can = 0;
+      if (a != b && (cudaDeviceCanAccessPeer(&can, a, b) != cudaSuccess || !can)) return false;
+    }
+  return true;
+}
+
+// Each GPU's inbox for `largest` values, peer access to the others, and the kernel's arguments.
+void set_up_peer_sum(std::vector<Rank>& ranks, std::size_t largest) {
+  const int N = static_cast<int>(ranks.size());
+  const std::size_t inbox_floats = 2 * static_cast<std::size_t>(N) * largest;
+  const std::size_t flag_bytes = static_cast<std::size_t>(N) * course::kMaxPeerBlocks * sizeof(unsigned);
+  for (Rank& r : ranks) {
+    CUDA_CHECK(cudaSetDevice(r.device));
+    for (const Rank& other : ranks)
+      if (other.device != r.device) CUDA_CHECK(cudaDeviceEnablePeerAccess(other.device, 0));
+    CUDA_CHECK(cudaMalloc(&r.inbox, inbox_floats * sizeof(float) + flag_bytes));
+    CUDA_CHECK(cudaMemset(r.inbox, 0, inbox_floats * sizeof(float) + flag_bytes));
+    CUDA_CHECK(cudaMalloc(&r.calls, course::kMaxPeerBlocks * sizeof(unsigned)));
+    CUDA_CHECK(cudaMemset(r.calls, 0, course::kMaxPeerBlocks * sizeof(unsigned)));
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  for (int i = 0; i < N; ++i) {
+    course::PeerSumArgs& a = ranks[static_cast<std::size_t>(i)].peer;
+    a.weight = ranks[static_cast<std::size_t>(i)].weight;
+    a.rank = i;
+    a.world = N;
+    a.calls = ranks[static_cast<std::size_t>(i)].calls;
+    for (int q = 0; q < N; ++q) {
+      a.inbox[q] = ranks[static_cast<std::size_t>(q)].inbox;
+      a.flags[q] = reinterpret_cast<unsigned*>(ranks[static_cast<std::size_t>(q)].inbox + inbox_floats);
+    }
+  }
+}
+
+// One all-reduce of `floats` values on every rank, as one group (one thread drives them all);
+// with `peer`, the peer sum's kernel on every GPU instead (each waits on the GPU for the others').
+void allreduce_all(std::vector<Rank>& ranks, std::size_t floats, bool peer) {
+  if (peer) {
+    for (Rank& r : ranks) {
+      CUDA_CHECK(cudaSetDevice(r.device));
+      r.peer.gradients = r.values;
+      r.peer.count = floats;
+      course::launch_peer_sum(r.peer, r.stream);
+    }
+    return;
+  }
   NCCL_CHECK(ncclGroupStart());
   for (Rank& r : ranks) course::allreduce_weighted(r.values, floats, r.op, r.comm, r.stream);
   NCCL_CHECK(ncclGroupEnd());
@@ -75,12 +134,12 @@ void allreduce_all(std::vector<Rank>& ranks, std::size_t floats) {
 
 // The milliseconds of one all-reduce of `floats` values: each rank's events on its own
 // stream, the slowest rank's time.
-double slowest_rank_ms(std::vector<Rank>& ranks, std::size_t floats) {
+double slowest_rank_ms(std::vector<Rank>& ranks, std::size_t floats, bool peer) {
   for (Rank& r : ranks) {
     CUDA_CHECK(cudaSetDevice(r.device));
     CUDA_CHECK(cudaEventRecord(r.start, r.stream));
   }
-  allreduce_all(ranks, floats);
+  allreduce_all(ranks, floats, peer);
   double slowest = 0;
   for (Rank& r : ranks) {
     CUDA_CHECK(cudaSetDevice(r.device));
@@ -97,13 +156,14 @@ double slowest_rank_ms(std::vector<Rank>& ranks, std::size_t floats) {
 
 // The median milliseconds of one all-reduce of `floats` values (the slowest rank's time per
 // call), after two untimed ones; the sweeps' rule of runs (gpu_timing.hpp).
-double time_allreduce(std::vector<Rank>& ranks, std::size_t floats, const Options& o) {
-  for (int warm = 0; warm < 2; ++warm) allreduce_all(ranks, floats);
-  return course::bench::median_of_runs([&] { return slowest_rank_ms(ranks, floats); }, {o.min_runs, o.min_ms, 2000});
+double time_allreduce(std::vector<Rank>& ranks, std::size_t floats, bool peer, const Options& o) {
+  for (int warm = 0; warm < 2; ++warm) allreduce_all(ranks, floats, peer);
+  return course::bench::median_of_runs([&] { return slowest_rank_ms(ranks, floats, peer); },
+                                       {o.min_runs, o.min_ms, 2000});
 }
 
 // Sets rank r's values to r + 1, all-reduces once, and checks every value is (N + 1) / 2.
-bool check_mean(std::vector<Rank>& ranks, std::size_t floats) {
+bool check_mean(std::vector<Rank>& ranks, std::size_t floats, bool peer) {
   const int N = static_cast<int>(ranks.size());
   for (int i = 0; i < N; ++i) {
     CUDA_CHECK(cudaSetDevice(ranks[i].device));
@@ -111,7 +171,7 @@ bool check_mean(std::vector<Rank>& ranks, std::size_t floats) {
     CUDA_CHECK(cudaMemcpy(ranks[i].values, mine.data(), floats * sizeof(float), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaDeviceSynchronize());  // a copy from pageable memory may still be landing when cudaMemcpy returns
   }
-  allreduce_all(ranks, floats);
+  allreduce_all(ranks, floats, peer);
   const float want = static_cast<float>(N + 1) / 2.f;
   for (Rank& r : ranks) {
     CUDA_CHECK(cudaSetDevice(r.device));
@@ -187,11 +247,16 @@ int main(int argc, char** argv) {
 
     std::printf("all-reduce sweep: %d rank%s on %s, %s, NCCL_NVLS_ENABLE=%s\n", N, N == 1 ? "" : "s",
                 course::gpu_name().c_str(), versions.describe().c_str(), course::keep_nvlink_multicast_off().c_str());
-    bool right = true;
-    std::vector<double> ms(sizes.size());
+    const bool peer = peers_reachable(N);
+    if (peer) set_up_peer_sum(ranks, largest);
+    bool right = true, peer_right = true;
+    std::vector<double> ms(sizes.size()), peer_ms(sizes.size(), 0.0);
     for (std::size_t i = 0; i < sizes.size(); ++i) {
-      right = check_mean(ranks, sizes[i].floats) && right;
-      ms[i] = time_allreduce(ranks, sizes[i].floats, o);
+      right = check_mean(ranks, sizes[i].floats, false) && right;
+      ms[i] = time_allreduce(ranks, sizes[i].floats, false, o);
+      if (!peer) continue;
+      peer_right = check_mean(ranks, sizes[i].floats, true) && peer_right;
+      peer_ms[i] = time_allreduce(ranks, sizes[i].floats, true, o);
     }
 
     // Least-squares fit of T = alpha + x / beta, with x the bytes each rank sends
@@ -210,30 +275,41 @@ int main(int argc, char** argv) {
     std::printf("fit: T(S) = %.2f us + %s S / %.1f GB/s%s\n", alpha * 1e6,
                 N > 1 ? (std::to_string(2 * (N - 1)) + "/" + std::to_string(N)).c_str() : "1 x", beta / 1e9,
                 N > 1 ? " (ring)" : " (one rank: the GPU's own memory, read and written)");
-    std::printf("%-10s %12s %10s %10s %12s %12s\n", "gradient", "bytes", "us", "model us", "algbw GB/s",
-                "busbw GB/s");
+    std::printf("%-10s %12s %10s %10s %12s %12s %10s\n", "gradient", "bytes", "us", "model us", "algbw GB/s",
+                "busbw GB/s", "peer us");
     std::ofstream csv;
     if (!o.csv.empty()) {
       csv.open(o.csv);
-      csv << "label,bytes,ranks,microseconds,model_microseconds,algbw_gbs,busbw_gbs,alpha_us,beta_gbs,nccl\n";
+      csv << "label,bytes,ranks,microseconds,model_microseconds,algbw_gbs,busbw_gbs,alpha_us,beta_gbs,nccl,"
+             "peer_microseconds\n";
     }
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       const double bytes = static_cast<double>(sizes[i].floats * sizeof(float));
       const double us = ms[i] * 1e3, model_us = (alpha + ring * bytes / beta) * 1e6;
       const double algbw = bytes / (ms[i] * 1e-3) / 1e9, busbw = N > 1 ? algbw * 2.0 * (N - 1) / N : 0.0;
-      std::printf("%-10s %12.0f %10.2f %10.2f %12.2f %12.2f\n", sizes[i].label.c_str(), bytes, us, model_us, algbw,
-                  busbw);
+      const std::string peer_us = peer ? std::to_string(peer_ms[i] * 1e3).substr(0, 6) : "-";
+      std::printf("%-10s %12.0f %10.2f %10.2f %12.2f %12.2f %10s\n", sizes[i].label.c_str(), bytes, us, model_us,
+                  algbw, busbw, peer_us.c_str());
       if (csv)
         csv << sizes[i].label << "," << bytes << "," << N << "," << us << "," << model_us << "," << algbw << ","
-            << busbw << "," << alpha * 1e6 << "," << beta / 1e9 << "," << versions.describe() << "\n";
+            << busbw << "," << alpha * 1e6 << "," << beta / 1e9 << "," << versions.describe() << ","
+            << (peer ? std::to_string(peer_ms[i] * 1e3) : "") << "\n";
     }
     std::printf("every result the mean of the ranks' inputs: %s\n", right ? "yes" : "NO");
+    if (peer)
+      std::printf("peer sum (one kernel per GPU, writing into the others' memory): every result the mean: %s\n",
+                  peer_right ? "yes" : "NO");
+    else
+      std::printf("peer sum: not timed (%s)\n", N < 2 ? "one rank" : "the GPUs cannot all address each other");
+    right = right && peer_right;
     for (Rank& r : ranks) {
       CUDA_CHECK(cudaSetDevice(r.device));
       ncclRedOpDestroy(r.op, r.comm);
       ncclCommDestroy(r.comm);
       cudaFree(r.values);
       cudaFree(r.weight);
+      cudaFree(r.inbox);
+      cudaFree(r.calls);
       cudaEventDestroy(r.start);
       cudaEventDestroy(r.stop);
       cudaStreamDestroy(r.stream);
