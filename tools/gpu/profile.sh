@@ -60,12 +60,13 @@ if [ -n "$CUPTI_SO" ] && [ -n "$CUPTI_H" ] &&
   done
   log "stage 06 kernels, --conv-algos deterministic, graph off, traced"
   trace_step s06_trace_deterministic_nograph "$BIN/s06_train_solution" --graph off
-  # Stage 07 against stage 06, both with their defaults (graph on): lesson 07's "Every stage on
-  # the same work" reads these four tables.
-  for model in cnn mlp; do
-    log "stage 06 and stage 07 kernels, $model, defaults, traced"
-    MODEL=$model trace_step "s06_trace_default_$model" "$BIN/s06_train_solution"
-    MODEL=$model trace_step "s07_trace_default_$model" "$BIN/s07_train_solution"
+  # Stage 07 against stage 06, both with their defaults (graph on), for lesson 07's "Every stage on
+  # the same work": stage 06's cnn with its defaults is s06_trace_deterministic above.
+  log "stage 07 kernels, cnn, defaults, traced"
+  trace_step s07_trace_default_cnn "$BIN/s07_train_solution"
+  for binary in s06 s07; do
+    log "stage ${binary#s} kernels, mlp, defaults, traced"
+    MODEL=mlp trace_step "${binary}_trace_default_mlp" "$BIN/${binary}_train_solution"
   done
 else
   log "CUPTI not found (libcupti.so, cupti.h): no kernel traces"
