@@ -14,7 +14,8 @@
 // are, CUDA graph replays included (each kernel node is one record).
 //
 // Output: one CSV line per kernel, in start order: start_ns,end_ns,stream,graph,name
-// (name demangled, commas replaced). Written when the program exits.
+// (name demangled, commas replaced). Written when the program exits. A "%p" in
+// KERNEL_TRACE_OUT becomes the process id: each rank of stage 09 writes its own file.
 #include <cupti.h>
 #include <cxxabi.h>
 
@@ -24,6 +25,8 @@
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace {
 
@@ -72,10 +75,12 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
 
 void write_trace() {
   check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
-  const char* path = std::getenv("KERNEL_TRACE_OUT");
-  std::FILE* f = std::fopen(path ? path : "kernel_trace.csv", "w");
+  const char* given = std::getenv("KERNEL_TRACE_OUT");
+  std::string path = given ? given : "kernel_trace.csv";
+  if (const std::size_t at = path.find("%p"); at != std::string::npos) path.replace(at, 2, std::to_string(getpid()));
+  std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f) {
-    std::fprintf(stderr, "kernel_trace: cannot write %s\n", path ? path : "kernel_trace.csv");
+    std::fprintf(stderr, "kernel_trace: cannot write %s\n", path.c_str());
     return;
   }
   std::lock_guard<std::mutex> lock(mutex);
@@ -84,7 +89,7 @@ void write_trace() {
   for (const KernelRecord& r : records)
     std::fprintf(f, "%llu,%llu,%u,%u,%s\n", r.start, r.end, r.stream, r.graph, r.name.c_str());
   std::fclose(f);
-  std::fprintf(stderr, "kernel_trace: %zu kernels written to %s\n", records.size(), path ? path : "kernel_trace.csv");
+  std::fprintf(stderr, "kernel_trace: %zu kernels written to %s\n", records.size(), path.c_str());
 }
 
 }  // namespace
