@@ -37,6 +37,10 @@ class GradientSync {
   virtual void gradients_queued(const GradientRange& range, cudaStream_t stream) = 0;
   /// Everything of the backward pass is queued on `stream`: make `stream` wait until the gradients are final.
   virtual void before_update(cudaStream_t stream) = 0;
+  /// Whether gradients_queued() starts work (a bucket's all-reduce as soon as its layers are done).
+  /// When it does not, a step model may finish every layer's gradients together at the end of
+  /// the backward pass (stage 08 adds its partial sums in one launch instead of one a layer).
+  virtual bool uses_each_layer() const { return true; }
   /// Whether the coming step may run as a CUDA graph (true unless the layer above says otherwise).
   virtual bool step_may_be_captured() const { return true; }
 };

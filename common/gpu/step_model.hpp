@@ -68,6 +68,9 @@ struct StepContext {
   void time(std::size_t row, GpuProfiler::Pass pass, Work&& work) const {
     profiler->time(row, pass, recording, stream, work);
   }
+  /// Whether backward() should finish each layer's gradients as soon as that layer is done, because
+  /// the sync starts work then (GradientSync::uses_each_layer); false without a sync.
+  bool gradients_wanted_layer_by_layer() const { return sync != nullptr && sync->uses_each_layer(); }
   /// Called by backward() once a layer's last write to its gradients is queued (empty ranges are skipped).
   void gradients_queued(const GradientRange& range) const {
     if (sync != nullptr && range.size() > 0) sync->gradients_queued(range, stream);

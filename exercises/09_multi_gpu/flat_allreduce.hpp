@@ -51,6 +51,7 @@ class FlatAllReduce : public GradientSync {
                 AllReduceTiming& timing);
   /// Nothing yet: the flat schedule waits for the whole backward pass.
   void gradients_queued(const GradientRange&, cudaStream_t) override {}
+  bool uses_each_layer() const override { return false; }
   /// The all-reduce of every gradient, on `stream` itself: the update after it on `stream` waits for it.
   void before_update(cudaStream_t stream) override;
 

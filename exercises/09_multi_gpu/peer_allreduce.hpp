@@ -99,6 +99,7 @@ class PeerAllReduce : public GradientSync {
 
   /// Nothing yet: one call once the whole backward pass is queued.
   void gradients_queued(const GradientRange&, cudaStream_t) override {}
+  bool uses_each_layer() const override { return false; }
   /// The one-shot sum on `stream`: the update after it on `stream` waits for it.
   void before_update(cudaStream_t stream) override;
 

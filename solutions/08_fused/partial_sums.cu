@@ -1,5 +1,5 @@
 /// @file partial_sums.cu
-/// @brief Stage 08: one layer's partial sums into the flat gradient (see the header).
+/// @brief Stage 08: the layers' partial sums into the flat gradient (see the header).
 #include "08_fused/fused_common.hpp"
 #include "08_fused/partial_sums.hpp"
 #include "common/cuda_check.hpp"
@@ -8,25 +8,48 @@ namespace course {
 
 namespace {
 
-__global__ void add_partial_sums_kernel(PartialSums w, PartialSums b, float* out) {
+constexpr int kLayersPerLaunch = 8;
+
+// Up to kLayersPerLaunch layers, passed by value; thread i sums value i of their
+// weights and biases laid end to end: layer L owns [first[L], first[L + 1]).
+struct PartialSumsLaunch {
+  LayerPartialSums layer[kLayersPerLaunch];
+  long long first[kLayersPerLaunch + 1];
+  int layers;
+};
+
+__global__ void add_partial_sums_kernel(PartialSumsLaunch a) {
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const bool weight = i < w.count;
-  const PartialSums& t = weight ? w : b;
-  const long long j = weight ? i : i - w.count;
-  if (j >= t.count) return;
+  if (i >= a.first[a.layers]) return;
+  int L = 0;
+  while (i >= a.first[L + 1]) ++L;
+  const LayerPartialSums& l = a.layer[L];
+  const long long k = i - a.first[L];  // index into the layer's weight, then its bias
+  const bool weight = k < l.w.count;
+  const PartialSums& t = weight ? l.w : l.b;
+  const long long j = weight ? k : k - l.w.count;
   float g = 0.f;
   for (int s = 0; s < t.slices; ++s) g += t.partials[s * t.count + j];  // slice order, as Task 8.7 adds them
-  out[i] = g;
+  l.out[k] = g;
 }
 
 }  // namespace
 
-void add_partial_sums_gpu(const PartialSums& w, const PartialSums& b, float* out, cudaStream_t stream) {
-  const long long total = w.count + b.count;
-  if (total == 0) return;
-  const auto blocks = static_cast<unsigned>((total + kFusedThreads - 1) / kFusedThreads);
-  add_partial_sums_kernel<<<blocks, kFusedThreads, 0, stream>>>(w, b, out);
-  CUDA_CHECK_LAUNCH();
+void add_partial_sums_gpu(const std::vector<LayerPartialSums>& layers, cudaStream_t stream) {
+  for (std::size_t done = 0; done < layers.size();) {
+    PartialSumsLaunch a{};
+    a.first[0] = 0;
+    for (; a.layers < kLayersPerLaunch && done < layers.size(); ++done) {
+      a.layer[a.layers] = layers[done];
+      a.first[a.layers + 1] = a.first[a.layers] + layers[done].w.count + layers[done].b.count;
+      ++a.layers;
+    }
+    const long long total = a.first[a.layers];
+    if (total == 0) continue;
+    const auto blocks = static_cast<unsigned>((total + kFusedThreads - 1) / kFusedThreads);
+    add_partial_sums_kernel<<<blocks, kFusedThreads, 0, stream>>>(a);
+    CUDA_CHECK_LAUNCH();
+  }
 }
 
 }  // namespace course

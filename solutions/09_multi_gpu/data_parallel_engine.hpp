@@ -104,6 +104,7 @@ class DataParallelEngine : public Engine, private GradientSync {
   // GradientSync, between the local engine and the schedule (flat_ or bucketed_).
   void gradients_queued(const GradientRange& range, cudaStream_t stream) override;
   void before_update(cudaStream_t stream) override;
+  bool uses_each_layer() const override { return schedule_->uses_each_layer(); }
   bool step_may_be_captured() const override { return capturable_; }
   void set_weight(float weight);
   /// The watchdog expects one more count, and queues it on the local stream (after what is queued there).

@@ -198,24 +198,29 @@ class CountingSync : public GradientSync {
     values += range.size();
   }
   void before_update(cudaStream_t) override { ++updates; }
+  bool uses_each_layer() const override { return each_layer; }
+  bool each_layer = true;  // false: the flat schedules, which let backward() finish every layer at the end
   long queued = 0, updates = 0;
   std::size_t values = 0;
 };
 
 // Under data parallelism the all-reduce needs every gradient whole in the engine's buffer, so
 // the engine runs the step its own way (its gather, then forward, loss, backward, update), and
-// backward() adds each layer's partial sums into the buffer as the layer finishes. Those sums
-// run in the order the fused update adds them, so both ways end with the same bits; the hooks
-// see every layer once a step queued, its whole gradient.
+// backward() adds each layer's partial sums into the buffer as the layer finishes (or every
+// layer's in one launch at the end, for a sync that waits for the whole pass). Those sums run
+// in the order the fused update adds them, so all ways end with the same bits; the hooks see
+// every layer once a step queued, its whole gradient.
 TEST(Stage08_Engine, TheEnginesWayTrainsTheSameBitsAsWholeSteps) {
   SKIP_WITHOUT_GPU();
   const Dataset train = make_synthetic(1000, {1, 28, 28}, 10, 103);  // 15 batches of 64 and one of 40
   FusedOptions chain_off;  // the chain runs only as whole steps: compare what the engine's way runs
   chain_off.dense_chain = false;
-  for (const std::string model : {"cnn", "mlp"}) {
-    const EngineConfig cfg = comparison_config(named_model_spec(model), {1, 28, 28}, 64);
+  for (const std::string model : {"cnn", "mlp", "cnn/at the end"}) {
+    const bool each_layer = model.find('/') == std::string::npos;
+    const EngineConfig cfg = comparison_config(named_model_spec(model.substr(0, model.find('/'))), {1, 28, 28}, 64);
     Fused whole(cfg, chain_off), engines_way(cfg, chain_off);
     CountingSync sync;
+    sync.each_layer = each_layer;
     engines_way->set_gradient_sync(&sync);
     EXPECT_TRUE(whole->whole_steps()) << model;
     EXPECT_FALSE(engines_way->whole_steps()) << model << ": a GradientSync needs the gradients whole";
