@@ -2,8 +2,10 @@
 # Stage 09 on the fused step: two GPUs against stage 08 on one, in one call of a two-GPU machine
 # (lesson 09, "The fused step on two GPUs"): build, stage 09's tests, the all-reduce sweep, then
 # `cnn` and `cnn-deep` twice each: stage 08 at batch 64, stage 09 on two GPUs at 64 each (buckets,
-# flat and peer), four epochs a run; last, a --profile epoch of `cnn` on two GPUs. Prints the median
-# of epochs 2 to 4 of both runs of each row (the first epoch carries the capture).
+# flat and peer), four epochs a run; a --profile epoch of `cnn` on two GPUs; last, kernel traces of
+# both models on two GPUs with flat and peer (tools/gpu/rank_steps.py: each rank's step split into
+# compute, all-reduce and idle time). Prints the median of epochs 2 to 4 of both runs of each row
+# (the first epoch carries the capture).
 #
 #   OUT=/some/folder tools/gpu/fused_scaling.sh        (NCCL_NVLS_ENABLE=0 is set here)
 set -u
@@ -51,4 +53,22 @@ for name, secs in rows.items():
     m = statistics.median(secs)
     print(f"{name:28s} median {m:.4f} s/epoch over {len(secs)} epochs -> {60000 / m:,.0f} images/s")
 PY
+CUPTI_SO=$(find /usr/local/cuda/ /usr/local/cuda-*/ /usr/lib -name libcupti.so 2>/dev/null | head -n 1)
+CUPTI_H=$(find /usr/local/cuda/ /usr/local/cuda-*/ /usr/include -name cupti.h 2>/dev/null | head -n 1)
+if [ -n "$CUPTI_SO" ] && [ -n "$CUPTI_H" ] &&
+   g++ -O2 -shared -fPIC -I"$(dirname "$CUPTI_H")" tools/gpu/kernel_trace.cpp -o build/gpu/kernel_trace.so \
+     -L"$(dirname "$CUPTI_SO")" -lcupti -Wl,-rpath,"$(dirname "$CUPTI_SO")"; then
+  for model in cnn cnn-deep; do
+    for schedule in flat peer; do
+      dir="$OUT/trace_${model}_$schedule"
+      mkdir -p "$dir"
+      echo "kernel trace, $model, two GPUs, --allreduce $schedule:"
+      CUDA_INJECTION64_PATH=$PWD/build/gpu/kernel_trace.so KERNEL_TRACE_OUT="$dir/%p.csv" timeout 60 "$B/s09_train_solution" \
+        --model "$model" --gpus 2 --batch 128 --allreduce "$schedule" --epochs 2 --no-progress >"$dir.log" 2>&1
+      python3 tools/gpu/rank_steps.py "$dir"/*.csv
+    done
+  done
+else
+  echo "no CUPTI here: the kernel traces are left out"
+fi
 echo "done after $(($(date +%s) - start)) s"

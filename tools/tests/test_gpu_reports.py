@@ -153,3 +153,34 @@ class FirstReason(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RankSteps(unittest.TestCase):
+    """tools/gpu/rank_steps.py: a data-parallel step split into compute, all-reduce and idle time."""
+
+    @staticmethod
+    def trace(path, offset_ns, steps=30):
+        # Each 100 us step: gather 10 us, compute 60 us, 5 us idle, the peer sum 20 us, the update 5 us.
+        rows = ["start_ns,end_ns,stream,graph,name"]
+        for k in range(steps):
+            t = offset_ns + k * 100_000
+            for a, b, name in ((0, 10, "gather_batch_kernel(float*)"), (10, 70, "conv_kernel(Args)"),
+                               (75, 95, "course::(anonymous namespace)::peer_sum_kernel(course::PeerSumArgs)"),
+                               (95, 100, "sgd_kernel(Args)")):
+                rows.append(f"{t + a * 1000},{t + b * 1000},7,1,{name}")
+        Path(path).write_text("\n".join(rows) + "\n")
+
+    def test_the_split_and_the_skew(self):
+        import rank_steps
+        with tempfile.TemporaryDirectory() as d:
+            self.trace(f"{d}/a.csv", 0)
+            self.trace(f"{d}/b.csv", 3_000)
+            a, b = rank_steps.steps_of(f"{d}/a.csv"), rank_steps.steps_of(f"{d}/b.csv")
+            self.assertEqual(len(a), 9)  # 30 steps less 20 of warm-up and the last
+            span, compute, comm, idle = rank_steps.anatomy(a)
+            self.assertAlmostEqual(span, 100.0)
+            self.assertAlmostEqual(compute, 75.0)
+            self.assertAlmostEqual(comm, 20.0)
+            self.assertAlmostEqual(idle, 5.0)
+            self.assertAlmostEqual(rank_steps.start_skew(a, b), 3.0)
+            self.assertIsNone(rank_steps.start_skew(a, [[(0, 1, "gather")]] * 9))
