@@ -7,6 +7,7 @@
 //   s09_train_solution --model cnn --gpus 2 --batch 128           two processes, 64 examples each per step
 //   s09_train_solution --model cnn --gpus 1 --spawn               the multi-process path, on one GPU
 //   s09_train_solution --model cnn --gpus 2 --allreduce flat      one all-reduce after the backward pass
+//   s09_train_solution --model cnn --gpus 2 --allreduce peer      one kernel sums over NVLink (one host)
 //   s09_train_solution --model cnn --gpus 2 --profile --epochs 1  per-layer times, and the all-reduce's
 //   s09_train_solution --model cnn --gpus 2 --step cudnn          stage 06's cuDNN step on each rank
 //   mpirun -np 2 s09_train_solution --model cnn --nccl-id-file /shared/run.id   ranks started by Open MPI
