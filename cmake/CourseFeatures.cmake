@@ -159,6 +159,19 @@ if(COURSE_HAVE_CUDA AND CMAKE_CUDA_ARCHITECTURES MATCHES "(^|;)90($|;|-real|-vir
   set(COURSE_HAVE_SM90A ON)
   set(_sm90a_note "; sm_90a for the wgmma kernel")
 endif()
+# CI compiles the exercise track to check that it compiles, on a machine with no GPU: PTX
+# alone is enough there (ptxas's machine code is checked on the solution track, whose sources
+# the exercises mirror outside their holes). A GPU that meets such a build JIT-compiles the PTX.
+option(COURSE_EXERCISE_PTX_ONLY "The exercise track's CUDA code as PTX only, no machine code (CI: a build that runs no kernel)" OFF)
+set(COURSE_EXERCISE_CUDA_ARCHITECTURES "")
+if(COURSE_HAVE_CUDA AND COURSE_EXERCISE_PTX_ONLY)
+  foreach(_arch ${CMAKE_CUDA_ARCHITECTURES})
+    string(REGEX REPLACE "-(real|virtual)$" "" _arch "${_arch}")
+    list(APPEND COURSE_EXERCISE_CUDA_ARCHITECTURES "${_arch}-virtual")
+  endforeach()
+  list(REMOVE_DUPLICATES COURSE_EXERCISE_CUDA_ARCHITECTURES)
+  set(_sm90a_note "${_sm90a_note}; exercise track as PTX only (${COURSE_EXERCISE_CUDA_ARCHITECTURES})")
+endif()
 if(COURSE_HAVE_CUDA)
   message(STATUS "[course] CUDA: found (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES}"
                  "${_sm90a_note}${COURSE_CUDA_ARCH_NOTE})")
