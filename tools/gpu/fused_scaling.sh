@@ -53,11 +53,7 @@ for name, secs in rows.items():
     m = statistics.median(secs)
     print(f"{name:28s} median {m:.4f} s/epoch over {len(secs)} epochs -> {60000 / m:,.0f} images/s")
 PY
-CUPTI_SO=$(find /usr/local/cuda/ /usr/local/cuda-*/ /usr/lib -name libcupti.so 2>/dev/null | head -n 1)
-CUPTI_H=$(find /usr/local/cuda/ /usr/local/cuda-*/ /usr/include -name cupti.h 2>/dev/null | head -n 1)
-if [ -n "$CUPTI_SO" ] && [ -n "$CUPTI_H" ] &&
-   g++ -O2 -shared -fPIC -I"$(dirname "$CUPTI_H")" tools/gpu/kernel_trace.cpp -o build/gpu/kernel_trace.so \
-     -L"$(dirname "$CUPTI_SO")" -lcupti -Wl,-rpath,"$(dirname "$CUPTI_SO")"; then
+if tools/gpu/build_kernel_trace.sh build/gpu/kernel_trace.so; then
   for model in cnn cnn-deep; do
     for schedule in flat peer; do
       dir="$OUT/trace_${model}_$schedule"
@@ -69,6 +65,6 @@ if [ -n "$CUPTI_SO" ] && [ -n "$CUPTI_H" ] &&
     done
   done
 else
-  echo "no CUPTI here: the kernel traces are left out"
+  echo "no kernel traces: the tracer could not be built (above)"
 fi
 echo "done after $(($(date +%s) - start)) s"

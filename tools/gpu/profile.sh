@@ -38,11 +38,7 @@ log "stage 05 kernels, cuBLAS"; ncu_step s05_kernels_cublas "$BIN/s05_train_solu
 # of that measurement runs alone, slowly, and cudnnFind then chooses other algorithms
 # (ALGO_1 over the multi-kernel FFT): ncu would profile another configuration. So
 # stage 06 is traced instead, at full speed, in one epoch of the real trainer.
-CUPTI_SO=$(find /usr/local/cuda/ /usr/local/cuda-*/ /usr/lib -name libcupti.so 2>/dev/null | head -n 1)
-CUPTI_H=$(find /usr/local/cuda/ /usr/local/cuda-*/ /usr/include -name cupti.h 2>/dev/null | head -n 1)
-if [ -n "$CUPTI_SO" ] && [ -n "$CUPTI_H" ] &&
-   g++ -O2 -shared -fPIC -I"$(dirname "$CUPTI_H")" tools/gpu/kernel_trace.cpp -o "$BUILD/kernel_trace.so" \
-     -L"$(dirname "$CUPTI_SO")" -lcupti -Wl,-rpath,"$(dirname "$CUPTI_SO")"; then
+if tools/gpu/build_kernel_trace.sh "$BUILD/kernel_trace.so"; then
   # trace_step NAME BINARY ARGS...: one epoch traced, then the per-step table (steps 21 on).
   # The model is MODEL's (default cnn).
   trace_step() {
@@ -69,7 +65,7 @@ if [ -n "$CUPTI_SO" ] && [ -n "$CUPTI_H" ] &&
     MODEL=mlp trace_step "${binary}_trace_default_mlp" "$BIN/${binary}_train_solution"
   done
 else
-  log "CUPTI not found (libcupti.so, cupti.h): no kernel traces"
+  log "no kernel traces: the tracer could not be built (above)"
 fi
 log "stage 03 phases ($(date -u +%T))"
 # --benchmark_min_time in plain seconds: the "0.3s" form needs Google Benchmark 1.8 (Debian 12 has 1.7).
