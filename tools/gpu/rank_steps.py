@@ -47,7 +47,8 @@ def start_skew(a, b):
     """Median over the steps of how far apart two ranks start their all-reduce (us); None without one."""
     def first(step):
         return min((s for s, _, n in step if is_allreduce(n)), default=None)
-    skew = [abs(first(x) - first(y)) for x, y in zip(a, b) if first(x) is not None and first(y) is not None]
+    pairs = ((first(x), first(y)) for x, y in zip(a, b))
+    skew = [abs(x - y) for x, y in pairs if x is not None and y is not None]
     return statistics.median(skew) if skew else None
 
 
