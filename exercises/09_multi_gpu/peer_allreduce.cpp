@@ -73,7 +73,21 @@ std::string own_refusal(const std::vector<PeerCard>& cards, int rank) {
   return "";
 }
 
+// Where the flags start in an inbox: after the slots, on a 256-byte boundary.
+std::size_t peer_flags_offset(int world, std::size_t count) {
+  return (2 * static_cast<std::size_t>(world) * count * sizeof(float) + 255) / 256 * 256;
+}
+
 }  // namespace
+
+std::size_t peer_inbox_bytes(int world, std::size_t count) {
+  return peer_flags_offset(world, count) + static_cast<std::size_t>(world) * kMaxPeerBlocks * sizeof(unsigned);
+}
+
+void set_peer_inbox(PeerSumArgs& args, int q, void* base, std::size_t count) {
+  args.inbox[q] = static_cast<float*>(base);
+  args.flags[q] = reinterpret_cast<unsigned*>(static_cast<char*>(base) + peer_flags_offset(args.world, count));
+}
 
 std::string peer_sum_refusal(ncclComm_t comm, int rank, int world) {
   if (world > kMaxPeerRanks)
@@ -90,12 +104,9 @@ std::string peer_sum_refusal(ncclComm_t comm, int rank, int world) {
 PeerAllReduce::PeerAllReduce(ncclComm_t comm, int rank, int world, const float* weight, float* gradients,
                              std::size_t count, AllReduceTiming& timing)
     : timing_(timing) {
-  // This rank's inbox: [2 parities][world slots][count] floats, then the flags
-  // [world senders][kMaxPeerBlocks], zero before any other rank can see it.
-  const std::size_t inbox_bytes = (2 * static_cast<std::size_t>(world) * count * sizeof(float) + 255) / 256 * 256;
-  const std::size_t flag_bytes = static_cast<std::size_t>(world) * kMaxPeerBlocks * sizeof(unsigned);
-  CUDA_CHECK(cudaMalloc(&own_, inbox_bytes + flag_bytes));
-  CUDA_CHECK(cudaMemset(own_, 0, inbox_bytes + flag_bytes));
+  // This rank's inbox, zero before any other rank can see it.
+  CUDA_CHECK(cudaMalloc(&own_, peer_inbox_bytes(world, count)));
+  CUDA_CHECK(cudaMemset(own_, 0, peer_inbox_bytes(world, count)));
   CUDA_CHECK(cudaMalloc(&calls_, kMaxPeerBlocks * sizeof(unsigned)));
   CUDA_CHECK(cudaMemset(calls_, 0, kMaxPeerBlocks * sizeof(unsigned)));
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -115,8 +126,7 @@ PeerAllReduce::PeerAllReduce(ncclComm_t comm, int rank, int world, const float* 
       CUDA_CHECK(cudaIpcOpenMemHandle(&base, cards[q].inbox, cudaIpcMemLazyEnablePeerAccess));
       mapped_.push_back(base);
     }
-    args_.inbox[q] = static_cast<float*>(base);
-    args_.flags[q] = reinterpret_cast<unsigned*>(static_cast<char*>(base) + inbox_bytes);
+    set_peer_inbox(args_, q, base, count);
   }
   row_ = timing_.add_row("all-reduce, peer (" + std::to_string((count * sizeof(float) + 1023) / 1024) + " KiB)");
 }

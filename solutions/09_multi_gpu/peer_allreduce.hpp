@@ -73,6 +73,14 @@ struct PeerSumArgs {
   unsigned* calls = nullptr;           ///< this rank's call number per block [kMaxPeerBlocks]
 };
 
+/// Bytes of one rank's inbox for calls of up to `count` values: the slots [2 parities][world][count]
+/// floats, then the flags [world senders][kMaxPeerBlocks]. Zero it before any rank uses it.
+std::size_t peer_inbox_bytes(int world, std::size_t count);
+
+/// Points args.inbox[q] and args.flags[q] at rank q's inbox, an allocation of
+/// peer_inbox_bytes(args.world, count) at `base` as this process maps it.
+void set_peer_inbox(PeerSumArgs& args, int q, void* base, std::size_t count);
+
 /// Blocks of one call for `count` values: the same on every rank (it depends on the count alone).
 int peer_sum_blocks(std::size_t count);
 

@@ -71,7 +71,7 @@ struct Rank {
   float* values = nullptr;
   std::size_t capacity = 0;
   cudaEvent_t start = nullptr, stop = nullptr;
-  float* inbox = nullptr;          // the peer sum's inbox and flags on this GPU
+  void* inbox = nullptr;           // the peer sum's inbox and flags on this GPU
   unsigned* calls = nullptr;
   course::PeerSumArgs peer;        // its arguments: every GPU's inbox as peer pointers
 };
@@ -90,14 +90,13 @@ bool peers_reachable(int N) {
 // Each GPU's inbox for `largest` values, peer access to the others, and the kernel's arguments.
 void set_up_peer_sum(std::vector<Rank>& ranks, std::size_t largest) {
   const int N = static_cast<int>(ranks.size());
-  const std::size_t inbox_floats = 2 * static_cast<std::size_t>(N) * largest;
-  const std::size_t flag_bytes = static_cast<std::size_t>(N) * course::kMaxPeerBlocks * sizeof(unsigned);
+  const std::size_t inbox_bytes = course::peer_inbox_bytes(N, largest);
   for (Rank& r : ranks) {
     CUDA_CHECK(cudaSetDevice(r.device));
     for (const Rank& other : ranks)
       if (other.device != r.device) CUDA_CHECK(cudaDeviceEnablePeerAccess(other.device, 0));
-    CUDA_CHECK(cudaMalloc(&r.inbox, inbox_floats * sizeof(float) + flag_bytes));
-    CUDA_CHECK(cudaMemset(r.inbox, 0, inbox_floats * sizeof(float) + flag_bytes));
+    CUDA_CHECK(cudaMalloc(&r.inbox, inbox_bytes));
+    CUDA_CHECK(cudaMemset(r.inbox, 0, inbox_bytes));
     CUDA_CHECK(cudaMalloc(&r.calls, course::kMaxPeerBlocks * sizeof(unsigned)));
     CUDA_CHECK(cudaMemset(r.calls, 0, course::kMaxPeerBlocks * sizeof(unsigned)));
     CUDA_CHECK(cudaDeviceSynchronize());
@@ -108,10 +107,7 @@ void set_up_peer_sum(std::vector<Rank>& ranks, std::size_t largest) {
     a.rank = i;
     a.world = N;
     a.calls = ranks[static_cast<std::size_t>(i)].calls;
-    for (int q = 0; q < N; ++q) {
-      a.inbox[q] = ranks[static_cast<std::size_t>(q)].inbox;
-      a.flags[q] = reinterpret_cast<unsigned*>(ranks[static_cast<std::size_t>(q)].inbox + inbox_floats);
-    }
+    for (int q = 0; q < N; ++q) course::set_peer_inbox(a, q, ranks[static_cast<std::size_t>(q)].inbox, largest);
   }
 }
 
