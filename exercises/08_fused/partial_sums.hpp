@@ -31,7 +31,8 @@ struct LayerPartialSums {
 };
 
 /// out[j] = sum over s of partials[s * count + j], in slice order, for every weight and bias of
-/// every layer given, in as few launches as the kernel's argument allows (8 layers a launch).
-void add_partial_sums_gpu(const std::vector<LayerPartialSums>& layers, cudaStream_t stream = 0);
+/// every layer given, in as few launches as the kernel's argument allows (8 layers a launch);
+/// `early`: launched programmatically after the kernel before it (wait_for_previous_kernel).
+void add_partial_sums_gpu(const std::vector<LayerPartialSums>& layers, cudaStream_t stream = 0, bool early = false);
 
 }  // namespace course

@@ -182,8 +182,10 @@ void FusedStep::loss(const StepContext& ctx, const float* head_input, const int*
 
 void FusedStep::backward(const StepContext& ctx, int B) {
   // Each layer's slices are added into ctx.grads as soon as it is done when the sync starts work
-  // layer by layer (buckets); otherwise every layer's at once after the last, in one launch.
+  // layer by layer (buckets); otherwise every layer's at once after the last, in one launch. Then
+  // nothing but kernels stands between the layers (no event of a bucket): they launch early.
   const bool each_layer = ctx.gradients_wanted_layer_by_layer();
+  const bool early = !each_layer && early_launch_enabled();
   std::vector<LayerPartialSums> pending;
   for (std::size_t i = layers_.size(); i-- > 0;) {
     const FusedLayer& l = layers_[i];
@@ -199,9 +201,9 @@ void FusedStep::backward(const StepContext& ctx, int B) {
                        {buf.db_partials.get(), slices, static_cast<long long>(l.bias_count)},
                        ctx.grads + l.weight});
     ctx.time(i, Pass::Backward, [&] {
-      if (below_head) launch_phase(p, ctx.stream);
+      if (below_head) launch_phase(p, ctx.stream, early);
       if (each_layer || i == 0) {  // --profile counts the one launch for every layer in the first layer's row
-        add_partial_sums_gpu(pending, ctx.stream);
+        add_partial_sums_gpu(pending, ctx.stream, early);
         pending.clear();
       }
     });
@@ -216,7 +218,9 @@ void FusedStep::update(const StepContext& ctx) {
   SgdArgs sgd = plan_sgd_multi_tensor(ctx.params, ctx.velocity, whole_gradients_.get(), 1, ctx.param_count,
                                       hyper_.get(), parts.step);
   sgd.loss = {ctx.sums->loss_sum.get(), parts.loss_slots, parts.loss_slot_count};
-  launch_phase(fused_phase(sgd), ctx.stream);  // after the sync's wait: not launched early
+  // After the buckets' wait for their stream's event: not launched early. After a flat or peer sum
+  // (a kernel in this stream) it may be: its wait is for that kernel's end.
+  launch_phase(fused_phase(sgd), ctx.stream, early_launch_enabled() && !ctx.gradients_wanted_layer_by_layer());
 }
 
 // ---- the engine on this step --------------------------------------------------------------

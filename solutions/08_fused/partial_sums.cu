@@ -1,5 +1,6 @@
 /// @file partial_sums.cu
 /// @brief Stage 08: the layers' partial sums into the flat gradient (see the header).
+#include "08_fused/fused_common.cuh"
 #include "08_fused/fused_common.hpp"
 #include "08_fused/partial_sums.hpp"
 #include "common/cuda_check.hpp"
@@ -19,6 +20,7 @@ struct PartialSumsLaunch {
 };
 
 __global__ void add_partial_sums_kernel(PartialSumsLaunch a) {
+  wait_for_previous_kernel();
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= a.first[a.layers]) return;
   int L = 0;
@@ -35,7 +37,7 @@ __global__ void add_partial_sums_kernel(PartialSumsLaunch a) {
 
 }  // namespace
 
-void add_partial_sums_gpu(const std::vector<LayerPartialSums>& layers, cudaStream_t stream) {
+void add_partial_sums_gpu(const std::vector<LayerPartialSums>& layers, cudaStream_t stream, bool early) {
   for (std::size_t done = 0; done < layers.size();) {
     PartialSumsLaunch a{};
     a.first[0] = 0;
@@ -46,8 +48,8 @@ void add_partial_sums_gpu(const std::vector<LayerPartialSums>& layers, cudaStrea
     }
     const long long total = a.first[a.layers];
     if (total == 0) continue;
-    const auto blocks = static_cast<unsigned>((total + kFusedThreads - 1) / kFusedThreads);
-    add_partial_sums_kernel<<<blocks, kFusedThreads, 0, stream>>>(a);
+    const auto blocks = static_cast<int>((total + kFusedThreads - 1) / kFusedThreads);
+    launch_fused_kernel(add_partial_sums_kernel, blocks, 0, stream, a, early);
     CUDA_CHECK_LAUNCH();
   }
 }
