@@ -24,8 +24,9 @@ void add_multi_gpu_options(CLI::App& app, MultiGpuOptions& o, const std::optiona
   app.add_option("--allreduce", o.allreduce,
                  "How the gradients are summed over the GPUs: one all-reduce after the backward pass (flat), "
                  "buckets of layers all-reduced on a second stream while the backward pass goes on (buckets), or, "
-                 "between GPUs of one host with peer access, one kernel that writes into the others' memory (peer)")
-      ->check(CLI::IsMember({"flat", "buckets", "peer"}))
+                 "between GPUs of one host with peer access, one kernel that writes into the others' memory (peer); "
+                 "auto: peer where it can run, else buckets")
+      ->check(CLI::IsMember({"auto", "flat", "buckets", "peer"}))
       ->capture_default_str();
   app.add_option("--bucket-kib", o.bucket_kib, "The smallest bucket, in KiB (--allreduce buckets; 0: one per layer)")
       ->check(CLI::Range(0, 1 << 20))

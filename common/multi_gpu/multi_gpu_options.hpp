@@ -30,7 +30,7 @@ struct MultiGpuOptions {
   int gpus = 0;                        ///< --gpus N: ranks, one per GPU (0: not given; one, or mpirun's)
   bool spawn = false;                  ///< --spawn: start the ranks as processes even for --gpus 1
   std::string nccl_id_file;            ///< --nccl-id-file PATH: where rank 0 leaves NCCL's unique id (mpirun)
-  std::string allreduce = "buckets";   ///< --allreduce flat|buckets|peer
+  std::string allreduce = "auto";      ///< --allreduce auto|flat|buckets|peer
   int bucket_kib = 128;                ///< --bucket-kib: the smallest bucket, in KiB
   double nccl_timeout_s = 120;         ///< --nccl-timeout: seconds without progress before a rank gives up
   std::string graph = "on";            ///< --graph on|off (stage 06's)

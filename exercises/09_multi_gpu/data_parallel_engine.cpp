@@ -47,8 +47,13 @@ DataParallelEngine::DataParallelEngine(std::unique_ptr<GpuEngine> local, std::un
     throw std::invalid_argument("rank " + std::to_string(rank()) + "'s engine has batch " +
                                 std::to_string(local_->batch()) + ", but its share of the global batch " +
                                 std::to_string(global_.batch) + " is " + std::to_string(plan.local_batch(rank())));
-  if (options_.allreduce != "flat" && options_.allreduce != "buckets" && options_.allreduce != "peer")
-    throw std::invalid_argument("unknown all-reduce schedule '" + options_.allreduce + "' (flat, buckets, peer)");
+  if (options_.allreduce != "auto" && options_.allreduce != "flat" && options_.allreduce != "buckets" &&
+      options_.allreduce != "peer")
+    throw std::invalid_argument("unknown all-reduce schedule '" + options_.allreduce + "' (auto, flat, buckets, peer)");
+  // auto: the fastest measured (lesson 09): the peer sum where every GPU reaches the others'
+  // memory (one host), else the buckets. The answer is collective: the same on every rank.
+  if (options_.allreduce == "auto")
+    options_.allreduce = world() > 1 && peer_sum_refusal(comm_->get(), rank(), world()).empty() ? "peer" : "buckets";
   versions_ = check_nccl_versions();
   kill_at_step_ = kill_step_for(rank());
 

@@ -49,7 +49,7 @@ namespace course {
 
 /// How the gradients are summed.
 struct DataParallelOptions {
-  std::string allreduce = "buckets";      ///< "flat" (Task 9.2), "buckets" (Task 9.4) or "peer" (one host, peer_allreduce.hpp)
+  std::string allreduce = "auto";  ///< "flat" (Task 9.2), "buckets" (Task 9.4), "peer" (one host, peer_allreduce.hpp) or "auto": peer where it can run, else buckets
   std::size_t bucket_bytes = 128 * 1024;  ///< the smallest bucket (buckets only)
 };
 

@@ -130,10 +130,11 @@ std::string describe_run(const course::RankPlace& me, const course::EngineConfig
   line += "nccl: " + facts.at("nccl_library").get<std::string>() + " (header " +
           facts.at("nccl_header").get<std::string>() + "), NCCL_NVLS_ENABLE=" +
           facts.at("nccl_nvls_enable").get<std::string>() + "\n";
-  if (mg.allreduce == "flat") {
+  const std::string schedule = facts.at("allreduce").get<std::string>();  // what --allreduce auto chose
+  if (schedule == "flat") {
     line += "all-reduce: flat, one call of " + std::to_string(facts.at("gradient_bytes").get<long>() / 1024) +
             " KiB after the backward pass\n";
-  } else if (mg.allreduce == "peer") {
+  } else if (schedule == "peer") {
     line += "all-reduce: peer, one kernel of " + std::to_string(facts.at("gradient_bytes").get<long>() / 1024) +
             " KiB after the backward pass, writing into the other GPUs' memory (no NCCL call)\n";
   } else {

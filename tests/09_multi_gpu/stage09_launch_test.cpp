@@ -311,6 +311,7 @@ std::pair<int, std::string> parse(std::vector<std::string> args, const std::opti
 
 TEST(Stage09_Options, TheFlagsAndTheirChecks) {
   MultiGpuOptions mg;
+  EXPECT_EQ(mg.allreduce, "auto") << "the default: the fastest schedule that can run";
   auto [code, err] = parse({"--gpus", "0"}, std::nullopt, mg);
   EXPECT_EQ(code, kExitUsage);
   EXPECT_CONTAINS(err, "--gpus");

@@ -3,6 +3,8 @@
 // resumed from a checkpoint on another number of GPUs.
 #include <gtest/gtest.h>
 
+#include <cuda_runtime.h>
+
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -280,6 +282,21 @@ TEST(Stage09_Trainer, TwoGpusComputeWhatOneComputesWithTheGlobalBatch) {
   std::size_t differ = 0;
   for (std::size_t i = 0; i < peer.size(); ++i) differ += std::memcmp(&peer[i], &flat[i], sizeof(float)) != 0;
   EXPECT_EQ(differ, 0u) << "of " << peer.size() << " parameters differ between --allreduce peer and flat on 2 GPUs";
+}
+
+// Without --allreduce the run takes the fastest schedule that can run: the peer sum where the two
+// GPUs reach each other's memory, else the buckets; its first lines say which.
+TEST(Stage09_Trainer, TheDefaultScheduleIsThePeerSumWhereTheGpusReachEachOther) {
+  S09_SKIP_WITHOUT_GPUS(2);
+  int reach01 = 0, reach10 = 0;
+  ASSERT_EQ(cudaDeviceCanAccessPeer(&reach01, 0, 1), cudaSuccess);
+  ASSERT_EQ(cudaDeviceCanAccessPeer(&reach10, 1, 0), cudaSuccess);
+  const fs::path dir = fresh_dir();
+  const Finished two = expect_ok(
+      run_trainer_binary(dir, "default", std::vector<std::string>{"--model", "cnn", "--epochs", "1", "--gpus", "2",
+                                                                  "--batch", "128"} + data_args(kTwentySteps)),
+      "2 GPUs, the default schedule");
+  EXPECT_CONTAINS(two.out, reach01 && reach10 ? "all-reduce: peer, one kernel" : "bucket(s) of at least");
 }
 
 TEST(Stage09_Trainer, WhenARankDiesTheLauncherStopsTheOthers) {

@@ -33,14 +33,16 @@ run() {  # a name, then the command
 for round in 1 2; do
   for model in cnn cnn-deep; do
     run "s08_${model}_$round" "$B/s08_train_solution" --model "$model" --batch 64 --epochs 4
-    run "s09-2gpu-buckets_${model}_$round" "$B/s09_train_solution" --model "$model" --gpus 2 --batch 128 --epochs 4
+    run "s09-2gpu-buckets_${model}_$round" "$B/s09_train_solution" --model "$model" --gpus 2 --batch 128 --epochs 4 \
+      --allreduce buckets
     run "s09-2gpu-flat_${model}_$round" "$B/s09_train_solution" --model "$model" --gpus 2 --batch 128 --epochs 4 \
       --allreduce flat
     run "s09-2gpu-peer_${model}_$round" "$B/s09_train_solution" --model "$model" --gpus 2 --batch 128 --epochs 4 \
       --allreduce peer
   done
 done
-timeout 60 "$B/s09_train_solution" --model cnn --gpus 2 --batch 128 --epochs 1 --profile 2>&1 | sed -n '/^profile:/,$p'
+timeout 60 "$B/s09_train_solution" --model cnn --gpus 2 --batch 128 --epochs 1 --profile --allreduce buckets 2>&1 |
+  sed -n '/^profile:/,$p'
 timeout 60 "$B/s09_train_solution" --model cnn --gpus 2 --batch 128 --epochs 1 --profile --allreduce peer 2>&1 |
   sed -n '/^profile:/,$p'
 python3 - "$OUT" <<'PY'

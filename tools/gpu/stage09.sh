@@ -105,9 +105,11 @@ say "GPUs here: $GPUS"
 if ((GPUS >= 2)); then
   for model in cnn cnn-deep wide mlp; do
     model_args "$model"
-    train "s09_${model}_b128_g2" "$BIN/s09_train_solution" "${MARGS[@]}" --epochs 2 --gpus 2 --batch 128
+    train "s09_${model}_b128_g2" "$BIN/s09_train_solution" "${MARGS[@]}" --epochs 2 --gpus 2 --batch 128 \
+      --allreduce buckets
     [ "$model" = mlp ] && continue
-    train "s09_${model}_b256_g2" "$BIN/s09_train_solution" "${MARGS[@]}" --epochs 2 --gpus 2 --batch 256
+    train "s09_${model}_b256_g2" "$BIN/s09_train_solution" "${MARGS[@]}" --epochs 2 --gpus 2 --batch 256 \
+      --allreduce buckets
     train "s09_${model}_b128_g2_flat" "$BIN/s09_train_solution" "${MARGS[@]}" --epochs 2 --gpus 2 --batch 128 \
       --allreduce flat
     train "s09_${model}_g2_profile_buckets" "$BIN/s09_train_solution" "${MARGS[@]}" --epochs 1 --gpus 2 \
