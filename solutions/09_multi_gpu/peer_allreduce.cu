@@ -27,6 +27,10 @@ __device__ void store_release_system(unsigned* flag, unsigned value) {
 // every rank). __fmul_rn and __fadd_rn are never contracted into an FMA: every rank
 // must round w_r g_r and each partial sum the same way, or the replicas drift apart.
 __global__ void __launch_bounds__(kPeerThreads) peer_sum_kernel(PeerSumArgs a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Launched early (lesson 08's programmatic launch): wait here until the backward pass has finished.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   __shared__ unsigned call_shared;
   const unsigned b = blockIdx.x;
   if (threadIdx.x == 0) call_shared = a.calls[b] + 1;
@@ -77,9 +81,17 @@ int peer_sum_blocks(std::size_t count) {
   return blocks < 1 ? 1 : blocks > static_cast<std::size_t>(kMaxPeerBlocks) ? kMaxPeerBlocks : static_cast<int>(blocks);
 }
 
-void launch_peer_sum(const PeerSumArgs& args, cudaStream_t stream) {
-  peer_sum_kernel<<<peer_sum_blocks(args.count), kPeerThreads, 0, stream>>>(args);
-  CUDA_CHECK(cudaGetLastError());
+void launch_peer_sum(const PeerSumArgs& args, cudaStream_t stream, bool early) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(peer_sum_blocks(args.count)));
+  config.blockDim = dim3(kPeerThreads);
+  config.stream = stream;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = early ? 1 : 0;
+  CUDA_CHECK(cudaLaunchKernelEx(&config, peer_sum_kernel, args));
 }
 
 }  // namespace course

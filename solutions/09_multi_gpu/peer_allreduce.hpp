@@ -84,8 +84,10 @@ void set_peer_inbox(PeerSumArgs& args, int q, void* base, std::size_t count);
 /// Blocks of one call for `count` values: the same on every rank (it depends on the count alone).
 int peer_sum_blocks(std::size_t count);
 
-/// Queues the one-shot weighted sum on `stream` (peer_allreduce.cu).
-void launch_peer_sum(const PeerSumArgs& args, cudaStream_t stream);
+/// Queues the one-shot weighted sum on `stream` (peer_allreduce.cu); `early`: set up before the
+/// kernel ahead of it has finished (programmatic dependent launch, sm_90 and later; its blocks
+/// wait for that kernel's end before they touch memory).
+void launch_peer_sum(const PeerSumArgs& args, cudaStream_t stream, bool early = false);
 
 /// Why the ranks of `comm` cannot run the peer sum ("" when they can): the same
 /// answer on every rank (a collective call). It needs every rank on one host and
@@ -115,6 +117,7 @@ class PeerAllReduce : public GradientSync {
   PeerSumArgs args_;
   float* own_ = nullptr;             // this rank's inbox and flags, one allocation (what the others map)
   unsigned* calls_ = nullptr;
+  bool early_ = false;               // launched early (a GPU of compute capability 9.0 or later)
   std::vector<void*> mapped_;        // the other ranks' allocations as this process maps them
   AllReduceTiming& timing_;
   std::size_t row_ = 0;
