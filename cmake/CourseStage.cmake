@@ -147,7 +147,7 @@ function(course_stage dir)
         # A fault of the code under test (an illegal address, a refused launch, a
         # kernel that never returns) fails with one message naming the task, the
         # CUDA error and the compute-sanitizer command that finds the line.
-        target_sources(${exe} PRIVATE ${CMAKE_SOURCE_DIR}/tests/support/gpu_fault_report.cpp)
+        target_link_libraries(${exe} PRIVATE course_gpu_fault_report)
         # Their trainer tests run the stage's trainer binary of the same track.
         if(ST_TRAINER)
           add_dependencies(${exe} ${prefix}_train_${track})
