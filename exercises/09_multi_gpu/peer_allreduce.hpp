@@ -117,7 +117,7 @@ class PeerAllReduce : public GradientSync {
   PeerSumArgs args_;
   float* own_ = nullptr;             // this rank's inbox and flags, one allocation (what the others map)
   unsigned* calls_ = nullptr;
-  bool early_ = false;               // launched early (a GPU of compute capability 9.0 or later)
+  bool early_ = false;               // launched early (gpu_has(GpuFeature::EarlyLaunch))
   std::vector<void*> mapped_;        // the other ranks' allocations as this process maps them
   AllReduceTiming& timing_;
   std::size_t row_ = 0;

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "common/cuda_check.hpp"
+#include "common/gpu_capability.hpp"
 #include "common/nccl_check.hpp"
 
 namespace course {
@@ -105,8 +106,9 @@ PeerAllReduce::PeerAllReduce(ncclComm_t comm, int rank, int world, const float* 
                              std::size_t count, AllReduceTiming& timing)
     : timing_(timing) {
   // This rank's inbox, zero before any other rank can see it.
-  CUDA_CHECK(cudaMalloc(&own_, peer_inbox_bytes(world, count)));
-  CUDA_CHECK(cudaMemset(own_, 0, peer_inbox_bytes(world, count)));
+  const std::size_t inbox_bytes = peer_inbox_bytes(world, count);
+  CUDA_CHECK(cudaMalloc(&own_, inbox_bytes));
+  CUDA_CHECK(cudaMemset(own_, 0, inbox_bytes));
   CUDA_CHECK(cudaMalloc(&calls_, kMaxPeerBlocks * sizeof(unsigned)));
   CUDA_CHECK(cudaMemset(calls_, 0, kMaxPeerBlocks * sizeof(unsigned)));
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -120,10 +122,7 @@ PeerAllReduce::PeerAllReduce(ncclComm_t comm, int rank, int world, const float* 
   args_.rank = rank;
   args_.world = world;
   args_.calls = calls_;
-  int device = 0, major = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  early_ = major >= 9;
+  early_ = gpu_has(GpuFeature::EarlyLaunch);
   for (int q = 0; q < world; ++q) {
     void* base = own_;
     if (q != rank) {
