@@ -13,6 +13,7 @@ docs/figures/compare_*.json is a run (h100, vm, ...); a run of `compare.py --pee
 its PyTorch rows and its "vs PyTorch best" column along, as the replot prints them.
 """
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -37,14 +38,14 @@ def table_text(json_path):
 
 
 def chart_line(name, json_path, page):
-    """The Markdown image of a run's chart as `page` links it, or "" where the run has no chart. Pages under
-    docs/ are read in the Doxygen site, which finds images by bare name in docs/figures (its IMAGE_PATH);
-    the README is read on its own, so it gets the path from the repository root."""
+    """The Markdown image of a run's chart as `page` links it, or "" where the run has no chart: the path
+    from the page's folder, which a Markdown preview follows (../figures/NAME.svg from a lesson,
+    docs/figures/NAME.svg from the README); the docs build hands Doxygen the bare name
+    (tools/doxygen_md_filter.py)."""
     svg = json_path.with_suffix(".svg")
     if not svg.exists():
         return ""
-    in_docs = (ROOT / "docs") in page.parents
-    target = svg.name if in_docs else svg.relative_to(ROOT).as_posix()
+    target = Path(os.path.relpath(svg, page.parent)).as_posix()
     return f"\n![{CAPTIONS.get(name, f'Every stage on the same work ({name})')}]({target})\n\n"
 
 

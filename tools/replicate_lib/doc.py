@@ -46,7 +46,9 @@ def block(exp, machine, payload, figures=None):
     lines = tables.experiment_lines(exp, payload)
     svg = (Path(figures) if figures else FIGURES) / f"replication_{machine}_{exp}.svg"
     if svg.is_file():
-        lines += ["", f"![{TITLES[exp]}, {MACHINES.get(machine, machine)}]({svg.name})"]
+        # The path from docs/replication.md's folder, which a Markdown preview follows (the docs build
+        # hands Doxygen the bare name: tools/doxygen_md_filter.py).
+        lines += ["", f"![{TITLES[exp]}, {MACHINES.get(machine, machine)}](figures/{svg.name})"]
     return lines
 
 
