@@ -137,22 +137,53 @@ function(course_stage dir)
     # ---- the tests ---------------------------------------------------------
     if(COURSE_BUILD_TESTS AND _test_sources)
       set(exe ${prefix}_tests_${track})
-      add_executable(${exe} ${_test_sources})
-      target_link_libraries(${exe} PRIVATE ${lib} course_test_support GTest::gtest_main)
-      target_compile_options(${exe} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${COURSE_WARNINGS}>)
-      if(ST_TRAINER_SAFETY)
-        target_compile_definitions(${exe} PRIVATE COURSE_TEST_STAGE=${ST_NUMBER})
-      endif()
-      if(ST_GPU)
-        # A fault of the code under test (an illegal address, a refused launch, a
-        # kernel that never returns) fails with one message naming the task, the
-        # CUDA error and the compute-sanitizer command that finds the line.
-        target_link_libraries(${exe} PRIVATE course_gpu_fault_report)
-        # Their trainer tests run the stage's trainer binary of the same track.
-        if(ST_TRAINER)
-          add_dependencies(${exe} ${prefix}_train_${track})
+      # Each task's test files (tests/<dir>/task<N>_<M>_*.cpp) are an object library of their own,
+      # linked into the stage's test program and into a program of the task alone,
+      # ${prefix}_task<N>_<M>_${track}, which is not built by default: the learner's loop
+      # (tools/course watch and check) builds and runs it, so that a save recompiles only the
+      # tests of the task at hand, not every test of the stage that includes the saved file.
+      set(_rest_sources ${_test_sources})
+      set(_task_objects "")
+      set(_task_programs "")
+      foreach(task ${_tasks})
+        string(REPLACE "." "_" _t "${task}")
+        set(_files ${_test_sources})
+        list(FILTER _files INCLUDE REGEX "/task${_t}_[^/]*\\.cpp$")
+        if(NOT _files)
+          continue()
         endif()
-      endif()
+        list(REMOVE_ITEM _rest_sources ${_files})
+        set(_objects ${prefix}_task${_t}_objects_${track})
+        add_library(${_objects} OBJECT ${_files})
+        list(APPEND _task_objects ${_objects})
+        add_executable(${prefix}_task${_t}_${track} EXCLUDE_FROM_ALL $<TARGET_OBJECTS:${_objects}>)
+        list(APPEND _task_programs ${prefix}_task${_t}_${track})
+      endforeach()
+      add_executable(${exe} ${_rest_sources})
+      foreach(_objects ${_task_objects})
+        target_sources(${exe} PRIVATE $<TARGET_OBJECTS:${_objects}>)
+      endforeach()
+      # What compiles a test file (its objects' targets) and what links a test program.
+      foreach(_target ${exe} ${_task_objects})
+        target_link_libraries(${_target} PRIVATE ${lib} course_test_support GTest::gtest)
+        target_compile_options(${_target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${COURSE_WARNINGS}>)
+        if(ST_TRAINER_SAFETY)
+          target_compile_definitions(${_target} PRIVATE COURSE_TEST_STAGE=${ST_NUMBER})
+        endif()
+      endforeach()
+      foreach(_program ${exe} ${_task_programs})
+        target_link_libraries(${_program} PRIVATE ${lib} course_test_support GTest::gtest_main)
+        if(ST_GPU)
+          # A fault of the code under test (an illegal address, a refused launch, a
+          # kernel that never returns) fails with one message naming the task, the
+          # CUDA error and the compute-sanitizer command that finds the line.
+          target_link_libraries(${_program} PRIVATE course_gpu_fault_report)
+          # Their trainer tests run the stage's trainer binary of the same track.
+          if(ST_TRAINER)
+            add_dependencies(${_program} ${prefix}_train_${track})
+          endif()
+        endif()
+      endforeach()
       set(_names "")
       foreach(task ${_tasks})
         string(REPLACE "." "_" _t "${task}")

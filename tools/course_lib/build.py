@@ -28,11 +28,19 @@ def configured():
 
 
 def known_targets():
-    """The targets this build folder defines (a stage the configure step left out has none)."""
-    out = subprocess.run(["cmake", "--build", "--preset", PRESET, "--target", "help"], cwd=ROOT,
-                         capture_output=True, text=True).stdout
-    # Makefiles list "... name", Ninja "name: phony".
-    return set(re.findall(r"^(?:\.\.\. )?([A-Za-z0-9_]+)(?::| *$)", out, re.M))
+    """The targets this build folder defines (a stage the configure step left out has none), read once per
+    configuration: the list changes only when the configure step runs again."""
+    cache = build_dir() / "CMakeCache.txt"
+    stamp = cache.stat().st_mtime_ns if cache.exists() else None
+    if _targets.get("stamp") != stamp or "names" not in _targets:
+        out = subprocess.run(["cmake", "--build", "--preset", PRESET, "--target", "help"], cwd=ROOT,
+                             capture_output=True, text=True).stdout
+        # Makefiles list "... name", Ninja "name: phony".
+        _targets.update(stamp=stamp, names=set(re.findall(r"^(?:\.\.\. )?([A-Za-z0-9_]+)(?::| *$)", out, re.M)))
+    return _targets["names"]
+
+
+_targets = {}
 
 
 def build_targets(targets, label=None):

@@ -62,5 +62,11 @@ def tests_target(stage):
     return f"s{stage[:2]}_tests_exercise"
 
 
+def task_target(task, stage):
+    """The test program of one task alone (cmake/CourseStage.cmake): built on demand, from the task's own test
+    files, so that checking a task recompiles no other task's tests."""
+    return f"s{stage[:2]}_task{task.replace('.', '_')}_exercise"
+
+
 def trainer_target(stage, track="exercise"):
     return f"s{stage[:2]}_train_{track}"

@@ -291,13 +291,14 @@ def watch_once(task, stage, goals, note="", started=None):
     if note:
         print(note)
     t = started or time.time()
-    ok, out = build.build_targets([common.tests_target(stage)])
+    targets, programs = progress.test_programs(stage, [task], tasks.all_tasks()[stage], build.known_targets())
+    ok, out = build.build_targets(targets)
     if not ok:
         print(f"  BUILD FAILED ({time.time() - t:.0f} s); the compiler's first errors:")
         for l in build.compiler_errors(out):
             print("    " + l)
         return None
-    r = results.run_task(results.exe_of(stage), task, stage)
+    r = results.run_task(programs[task], task, stage)
     print_round(r, time.time() - t)
     return r
 
@@ -326,11 +327,12 @@ def regressions(task, stages, changed, passed):
         by_stage.setdefault(tasks.stage_of(t, stages), []).append(t)
     broken = []
     for stage, ts in by_stage.items():
-        ok, _ = build.build_targets([common.tests_target(stage)])
+        targets, programs = progress.test_programs(stage, ts, stages[stage], build.known_targets())
+        ok, _ = build.build_targets(targets)
         if not ok:
             continue  # the current task's round shows the compiler's errors
         for t in ts:
-            r = results.run_task(results.exe_of(stage), t, stage)
+            r = results.run_task(programs[t], t, stage)
             if r.state not in ("pass", "skip"):
                 broken.append((t, r))
     return broken
@@ -369,12 +371,23 @@ def cmd_watch(args):
         task, stage = found[0], found[1].stage
     passed = {t for v in views for t in v.tasks if v.states.get(t) == "pass"}  # watched for regressions
     order = tasks.task_order(stages)
-    note, saved = "", None
+    note, saved, changed = "", None, []
     try:
         while True:
             snapshot = exercise_snapshot()
-            r = watch_once(task, stage, goals, note, saved)
+            r = watch_once(task, stage, goals, note, saved)  # the task at hand first: its verdict comes first
             note, saved = "", None
+            # Then the tasks that passed earlier in this watch and live in a file just saved.
+            broken = regressions(task, stages, changed, passed) if changed else []
+            if broken:
+                passed -= {b for b, _ in broken}
+                back, _ = broken[0]
+                files = ", ".join(common.rel(f) for f in tasks.task_files(back) if str(f) in changed)
+                note = (f"  FAILS AGAIN: Task {back} passed earlier in this watch; {files} changed "
+                        f"(back to it from Task {task})")
+                task, stage, changed = back, tasks.stage_of(back, stages), []
+                continue
+            changed = []
             while r is not None and r.state in ("pass", "skip"):
                 passed.add(task)
                 later = order[order.index(task) + 1:]
@@ -397,14 +410,6 @@ def cmd_watch(args):
             wait_for_save(snapshot)
             saved = time.time()
             changed = changed_files(snapshot, exercise_snapshot())
-            broken = regressions(task, stages, changed, passed)
-            if broken:
-                passed -= {b for b, _ in broken}
-                back, _ = broken[0]
-                files = ", ".join(common.rel(f) for f in tasks.task_files(back) if str(f) in changed)
-                note = (f"  FAILS AGAIN: Task {back} passed earlier in this watch; {files} changed "
-                        f"(back to it from Task {task})")
-                task, stage = back, tasks.stage_of(back, stages)
     except KeyboardInterrupt:
         print(f"\nwatch: stopped. {watch_progress(stages, args.gpu_stages)}")
         return 0

@@ -68,6 +68,16 @@ def started(task):
     return found < expected
 
 
+def test_programs(stage, to_run, stage_tasks, known):
+    """(the targets to build, {task: its test program}) to run the tests of `to_run`, tasks of `stage`: each
+    task's own program (common.task_target) where only some of the stage's tasks run and the build defines
+    them, so that a saved file recompiles those tasks' tests alone; else the stage's whole test program."""
+    own = {t: common.task_target(t, stage) for t in to_run}
+    if len(to_run) < len(stage_tasks) and all(target in known for target in own.values()):
+        return list(own.values()), {t: common.bin_path(target) for t, target in own.items()}
+    return [common.tests_target(stage)], {t: results.exe_of(stage) for t in to_run}
+
+
 def survey(stages, *, run_untouched=True, recall=False, force=False, gpu_stages=False, machine=None,
            targets=None, build_tests=True):
     """Yields a StageView per stage of `stages` ({stage: [task]}), in order.
@@ -112,13 +122,15 @@ def survey(stages, *, run_untouched=True, recall=False, force=False, gpu_stages=
         everything = run_untouched if isinstance(run_untouched, bool) else stage in run_untouched
         to_run = [t for t in stage_tasks if everything or begun[t]]
         view.states = {t: "not started" for t in stage_tasks if t not in to_run}
-        exe = results.exe_of(stage)
-        if to_run and not build_tests and not exe.exists():
-            view.states.update({t: "not checked" for t in to_run})
-            to_run = []
+        targets, programs = test_programs(stage, to_run, stage_tasks, known)
+        if not build_tests:  # run what is built: a task's own program, else its stage's
+            built = {t: next((p for p in (programs[t], results.exe_of(stage)) if p.exists()), None) for t in to_run}
+            view.states.update({t: "not checked" for t in to_run if built[t] is None})
+            to_run = [t for t in to_run if built[t] is not None]
+            programs = built
         if to_run:
             if build_tests:
-                ok, out = build.build_targets([common.tests_target(stage)])
+                ok, out = build.build_targets(targets)
                 view.built = ok
                 if not ok:
                     view.build_errors = build.compiler_errors(out)
@@ -128,7 +140,10 @@ def survey(stages, *, run_untouched=True, recall=False, force=False, gpu_stages=
                     prev = view
                     continue
             for t in to_run:
-                r = (results.recalled(exe, t) if recall else None) or results.run_task(exe, t, stage)
+                exe = programs[t]
+                # A result is recalled from whichever program ran the task last, if it has not changed since.
+                r = ((results.recalled(exe, t) or results.recalled(results.exe_of(stage), t)) if recall else None) \
+                    or results.run_task(exe, t, stage)
                 view.results[t] = r
                 view.states[t] = {"pass": "pass", "skip": "needs a GPU"}.get(r.state, "fail")
         yield view

@@ -525,11 +525,34 @@ class WatchRegressions(unittest.TestCase):
         def run_task(exe, task, stage):
             ran.append(task)
             return results.TaskResult(task, stage, "fail" if task == "1.1" else "pass", tests=1, failed=1)
-        with mock.patch.object(build, "build_targets", return_value=(True, "")), \
+        built = []
+        with mock.patch.object(build, "build_targets", side_effect=lambda t: built.append(t) or (True, "")), \
+                mock.patch.object(build, "known_targets", return_value={"s01_tests_exercise", "s01_task1_1_exercise"}), \
                 mock.patch.object(results, "run_task", side_effect=run_task):
             broken = loop.regressions("1.4", stages, [dense], passed={"1.1", "1.2", "1.3"})
         self.assertEqual(ran, ["1.1"])   # 1.2 (activations.hpp) and 1.3 (loss.hpp) live elsewhere
+        self.assertEqual(built, [["s01_task1_1_exercise"]], "Task 1.1's own test program, not the stage's")
         self.assertEqual([t for t, _ in broken], ["1.1"])
+
+
+class TestPrograms(unittest.TestCase):
+    STAGE = ["2.1", "2.2", "2.3"]
+    KNOWN = {"s02_tests_exercise", "s02_task2_1_exercise", "s02_task2_2_exercise", "s02_task2_3_exercise"}
+
+    def test_some_tasks_of_a_stage_run_their_own_programs(self):
+        targets, programs = progress.test_programs("02_conv_pool", ["2.3"], self.STAGE, self.KNOWN)
+        self.assertEqual(targets, ["s02_task2_3_exercise"])
+        self.assertEqual(programs["2.3"].name, "s02_task2_3_exercise")
+
+    def test_a_whole_stage_runs_its_stage_program(self):
+        targets, programs = progress.test_programs("02_conv_pool", self.STAGE, self.STAGE, self.KNOWN)
+        self.assertEqual(targets, ["s02_tests_exercise"])
+        self.assertEqual({p.name for p in programs.values()}, {"s02_tests_exercise"})
+
+    def test_a_task_without_a_program_of_its_own_runs_the_stage_program(self):
+        targets, _ = progress.test_programs("02_conv_pool", ["2.1", "2.2"], self.STAGE, {"s02_tests_exercise",
+                                                                                         "s02_task2_1_exercise"})
+        self.assertEqual(targets, ["s02_tests_exercise"])
 
 
 if __name__ == "__main__":
