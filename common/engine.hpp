@@ -132,6 +132,18 @@ class Engine {
   /// Sets the learning rate of the SGD steps that follow. The trainer calls it
   /// before every epoch with the rate its schedule gives (--lr-schedule).
   virtual void set_learning_rate(double lr) = 0;
+  /// Pays the one-off costs of training on `train` before the first epoch's clock
+  /// starts, so that every epoch's seconds measure the same thing: the steady step.
+  /// A GPU engine uploads the set, prepares each batch size of an epoch (descriptors,
+  /// algorithm search, autotuning), runs one uncounted pass of the step and captures
+  /// it. Nothing that training computes changes: the parameters, the optimizer state
+  /// and the epochs' order stay as they were. Returns what it did, for the trainer's
+  /// "setup" line, or "" when there is nothing to pay (the default: the CPU engines,
+  /// whose first epoch costs what every other one does).
+  virtual std::string warm_up(const Dataset& train) {
+    (void)train;
+    return "";
+  }
   /// Forward passes only; fills predictions (one class per example) when given.
   virtual EpochStats evaluate(const Dataset& data, std::vector<int>* predictions) = 0;
   /// Host copies of every parameter, in model order ("fc1.weight", "fc1.bias", ...).

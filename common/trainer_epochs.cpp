@@ -338,11 +338,28 @@ void evaluate_untrained(Run& run) {
   run.final_eval = evaluate_test(*run.engine, run.test());
 }
 
+// The engine's one-off costs (Engine::warm_up), paid before the first epoch trained here and timed
+// apart from it, so that every epoch's seconds are the steady step's: a line, and "setup" in the JSON.
+void warm_up(Run& run) {
+  const TrainerOptions& o = run.o;
+  if (run.start.epoch >= o.epochs) return;  // nothing to train
+  // The first epoch's rate, so that a step captured now is the one that epoch replays.
+  run.engine->set_learning_rate(scheduled_learning_rate(o.lr, o.lr_schedule, run.start.epoch, o.epochs));
+  Timer timer;
+  const std::string what = run.engine->warm_up(run.train());
+  const double seconds = timer.seconds();
+  if (what.empty()) return;
+  std::cout << fmt("setup %.2f s, before the first epoch and not in its seconds: ", seconds) << what << "\n";
+  std::cout.flush();
+  run.results["setup"] = {{"seconds", seconds}, {"what", what}};
+}
+
 }  // namespace
 
 std::optional<int> train_epochs(Run& run) {
   const TrainerOptions& o = run.o;
   print_training_header(run);
+  warm_up(run);
   {
     const StopSignals stop_signals;  // Ctrl-C stops after the current step while it lives
     for (int epoch = run.start.epoch + 1; epoch <= o.epochs; ++epoch) {

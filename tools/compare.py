@@ -17,6 +17,9 @@ the same data with the same seed, batch size and learning rate, and writes its f
 this script reads them. By default the CNN on a CPU stage trains on the first 6,000 of the 60,000
 training images (one pass) and its seconds are scaled to a whole epoch; everything else trains
 one whole epoch. The table marks every scaled figure, and --full times whole epochs everywhere.
+So that one epoch is a steady epoch, a GPU trainer pays its one-off costs before the first (the
+training set's upload, each batch size's setup: cuDNN's algorithm search, stage 07's autotuning;
+a pass of the step and its capture as a CUDA graph) and times them apart: the "setup s" column.
 A stage the machine cannot run is a "skipped" row with the reason; a model a stage cannot train
 is "n/a". Stage 07 has two more rows per model, "07_fast_gemm tf32" and "07_fast_gemm bf16" (its
 trainer with --precision tf32 or bf16; its own row is FP32): each reads "vs prev" against the FP32 row,
@@ -151,8 +154,10 @@ def progress(i, total, run):
         print(f"{head} {run.status}: {run.reason}", flush=True)
         return
     what = f"{run.images:,} images" + (f" x{run.epochs} epochs" if run.epochs > 1 else "")
+    setup = f", {run.setup_seconds:.2f} s of setup before it" if run.setup_seconds > 0 else ""
     print(f"{head} {what}: {run.seconds_measured:.2f} s, {run.images_per_second:,.0f} img/s, "
-          f"test {100 * run.test_accuracy:.2f}%  ({run.wall_seconds:.1f} s with loading and the test pass)", flush=True)
+          f"test {100 * run.test_accuracy:.2f}%  ({run.wall_seconds:.1f} s with loading{setup} and the test pass)",
+          flush=True)
 
 
 def gpu_of(runs):

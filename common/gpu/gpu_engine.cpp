@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -154,28 +155,35 @@ void GpuEngine::queue_update(const StepContext& ctx) {
 
 void GpuEngine::prepare(int B) { step_->prepare(context(scratch_sums_, /*training=*/false), B); }
 
-void GpuEngine::run_captured() {
+bool GpuEngine::captured_step_ready() {
   const GraphKey key{epoch_.data().images.get(), epoch_.data().labels.get(), epoch_.order(),
                      step_->captured_memory(), cfg_.lr};
-  if (!graph_.ready() || !(key == graph_key_)) {
-    if (!warmed_up_) {
-      // One uncaptured pass first (no update, sums to scratch, the step counter untouched):
-      // whatever a call does once (a library's setup, a kernel's tuning) happens outside the
-      // capture, where waiting and allocating are allowed. Its gradients are overwritten.
-      queue_step(cfg_.batch, scratch_sums_, /*update=*/false);
-      CUDA_CHECK(cudaStreamSynchronize(stream()));
-      warmed_up_ = true;
-    }
-    try {
-      graph_.capture(stream(), [&] { queue_step(cfg_.batch, sums_, /*update=*/true); });
-    } catch (const GpuError& e) {
-      std::cerr << "warning: capturing the training step as a CUDA graph failed (" << e.what()
-                << "); the run goes on without the graph\n";
-      options_.graph = false;
-      queue_step(cfg_.batch, sums_, /*update=*/true);
-      return;
-    }
-    graph_key_ = key;
+  if (graph_.ready() && key == graph_key_) return true;
+  if (!warmed_up_) {
+    // One uncaptured pass first (no update, sums to scratch, the step counter untouched):
+    // whatever a call does once (a library's setup, a kernel's tuning) happens outside the
+    // capture, where waiting and allocating are allowed. Its gradients are overwritten.
+    queue_step(cfg_.batch, scratch_sums_, /*update=*/false);
+    CUDA_CHECK(cudaStreamSynchronize(stream()));
+    warmed_up_ = true;
+  }
+  try {
+    graph_.capture(stream(), [&] { queue_step(cfg_.batch, sums_, /*update=*/true); });
+  } catch (const GpuError& e) {
+    std::cerr << "warning: capturing the training step as a CUDA graph failed (" << e.what()
+              << "); the run goes on without the graph\n";
+    options_.graph = false;
+    return false;
+  }
+  graph_key_ = key;
+  ++graph_captures_;
+  return true;
+}
+
+void GpuEngine::run_captured() {
+  if (!captured_step_ready()) {
+    queue_step(cfg_.batch, sums_, /*update=*/true);
+    return;
   }
   graph_.replay(stream());
   ++graph_replays_;
@@ -240,6 +248,42 @@ void GpuEngine::set_gradient_sync(GradientSync* sync) {
   drop_graph();
   warmed_up_ = false;  // the warm-up runs the new hooks' work once outside a capture too
   sync_ = sync;
+}
+
+std::string GpuEngine::warm_up_begun_epoch() {
+  if (!epoch_.started()) throw std::logic_error("GpuEngine::warm_up_begun_epoch before begin_epoch");
+  if (epoch_.next() != 0) throw std::logic_error("GpuEngine::warm_up_begun_epoch after the epoch's first step");
+  const int size = epoch_.size();
+  if (size == 0) return "";
+  const int full = std::min(cfg_.batch, size), last = size % cfg_.batch;
+  // Both sizes were prepared when the epoch began (descriptors, algorithms, workspaces); the passes pay
+  // what a step does the first time it runs (a library's lazy setup, the kernels' loading, a tuner).
+  std::vector<int> sizes{full};
+  // A short last batch's pass would run the sync's hooks with this rank's size, which another rank
+  // may not share (data parallelism gives the ranks slices of different sizes, or none): left out.
+  if (last != 0 && last != full && sync_ == nullptr) sizes.push_back(last);
+  std::string what = "one uncounted pass of batch " + std::to_string(full);
+  for (int B : sizes) {
+    prepare(B);
+    queue_step(B, scratch_sums_, /*update=*/false);
+  }
+  if (sizes.size() > 1) what += " and of the last batch's " + std::to_string(last);
+  CUDA_CHECK(cudaStreamSynchronize(stream()));
+  if (full == cfg_.batch) warmed_up_ = true;  // what run_captured's own first pass would have done
+  // A capture with a sync's collective calls is every rank's choice at every epoch (drop_graph): not here.
+  if (graph_enabled() && full == cfg_.batch && sync_ == nullptr && captured_step_ready())
+    what += ", the step captured as a CUDA graph";
+  return what;
+}
+
+std::string GpuEngine::warm_up(const Dataset& train) {
+  if (train.size() == 0) return "";
+  std::vector<int> order(static_cast<std::size_t>(train.size()));
+  std::iota(order.begin(), order.end(), 0);
+  begin_epoch_in_order(train, order);  // uploads the set, prepares every batch size of an epoch
+  const std::string passes = warm_up_begun_epoch();
+  epoch_.end();
+  return "the training set uploaded, each batch size prepared (the step's own setup), " + passes;
 }
 
 EpochStats GpuEngine::end_epoch() {

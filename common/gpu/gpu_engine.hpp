@@ -74,6 +74,9 @@ class GpuEngine : public Engine {
   std::string device() const override;
   /// Read by every update that follows (a captured step is captured again).
   void set_learning_rate(double lr) override { cfg_.lr = lr; }
+  /// Engine::warm_up: an epoch of `train` begun in the set's own order, warm_up_begun_epoch(), and
+  /// ended uncounted. The epochs that follow start from the same parameters, velocity and order.
+  std::string warm_up(const Dataset& train) override;
   /// begin_epoch(), train_batch() for every batch, end_epoch(), with the NaN check of
   /// train_epoch_in_batches(): `on_batch` gets NaN for the loss, which stays on the device.
   EpochStats train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) override;
@@ -110,6 +113,8 @@ class GpuEngine : public Engine {
   bool whole_steps() const { return step_->runs_whole_steps() && sync_ == nullptr; }
   /// Training steps run as graph replays since construction.
   long graph_replays() const { return graph_replays_; }
+  /// Times the training step was captured since construction (a capture per new key, GraphKey).
+  long graph_captures() const { return graph_captures_; }
   /// Nodes of the captured step (0 before the first capture).
   std::size_t graph_nodes() const { return graph_.nodes(); }
 
@@ -127,6 +132,12 @@ class GpuEngine : public Engine {
   void train_batch(int b);
   /// A step with no examples after the last batch: zero gradients, the sync hooks, the update.
   void train_batch_without_examples();
+  /// The one-off costs of the epoch begun and not yet stepped, paid now: one uncounted pass (no
+  /// update, the step counter untouched, the sums elsewhere) of the full batch and, without a
+  /// GradientSync, of the last batch's size, then the full step's capture where the graph is on and
+  /// no sync takes part. A sync's hooks run in the full pass, so every rank of data parallelism must
+  /// call it at the same point. Returns what it did, for the trainer's setup line.
+  std::string warm_up_begun_epoch();
   /// Waits for the GPU and returns the epoch's sums (one copy to the host).
   EpochStats end_epoch();
 
@@ -164,6 +175,10 @@ class GpuEngine : public Engine {
   void set_step_parts();
   void queue_step(int B, DeviceSums& sums, bool update);
   void queue_update(const StepContext& ctx);
+  /// The full step recorded as a CUDA graph for the current key (capturing it now unless the graph in
+  /// hand has that key, after one uncaptured warm-up pass the first time); false when capturing
+  /// failed, which turns the graph off for the rest of the run.
+  bool captured_step_ready();
   void run_captured();
   /// StepModel::prepare() for batches of B, outside any capture.
   void prepare(int B);
@@ -189,7 +204,7 @@ class GpuEngine : public Engine {
   StepCapture graph_;
   GraphKey graph_key_;
   bool warmed_up_ = false;
-  long graph_replays_ = 0;
+  long graph_replays_ = 0, graph_captures_ = 0;
 
   GpuProfiler profiler_;  ///< one row per layer, then gather, loss, update
   static constexpr std::size_t kNoRow = static_cast<std::size_t>(-1);

@@ -177,6 +177,33 @@ TEST(Stage04_GpuEngine, EveryKernelTrainsLikeCublas) {
   }
 }
 
+// The warm-up before the first epoch (Engine::warm_up: the upload, each batch size's setup, one
+// uncounted pass of each, the capture) changes nothing training computes: two epochs after it end
+// bit for bit where two epochs without it end, and the step it captured is the one epoch 1 replays.
+TEST(Stage04_GpuEngine, WarmUpChangesNothingTrainingComputes) {
+  SKIP_WITHOUT_GPU();
+  const Dataset data = make_synthetic(5 * 32 + 7, {1, 28, 28}, 10, 5);
+  const EngineConfig cfg = config_for("fc32,relu,fc10", data.shape, 32);
+  GpuEngine warmed = mlp_engine(cfg, kBestGemm, {}, true), cold = mlp_engine(cfg, kBestGemm, {}, true);
+  const std::string what = warmed.warm_up(data);
+  EXPECT_NE(what.find("captured as a CUDA graph"), std::string::npos) << what;
+  EXPECT_NE(what.find("last batch's 7"), std::string::npos) << what;
+  EXPECT_EQ(warmed.graph_captures(), 1);
+  EXPECT_EQ(warmed.graph_replays(), 0) << "the warm-up trains nothing";
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    const EpochStats a = warmed.train_epoch(data, epoch, {}), b = cold.train_epoch(data, epoch, {});
+    EXPECT_NEAR(a.loss_sum, b.loss_sum, 1e-12 * b.loss_sum) << "epoch " << epoch << " (summed with atomics)";
+    EXPECT_EQ(a.correct, b.correct) << "epoch " << epoch;
+    EXPECT_EQ(a.seen, b.seen) << "epoch " << epoch;
+  }
+  EXPECT_EQ(warmed.graph_captures(), 1) << "epoch 1 replays the step the warm-up captured";
+  EXPECT_EQ(cold.graph_captures(), 1);
+  EXPECT_EQ(warmed.graph_replays(), cold.graph_replays());
+  const std::vector<NamedTensor> a = warmed.get_parameters(), b = cold.get_parameters();
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].tensor.data, b[i].tensor.data) << a[i].name;
+  EXPECT_EQ(warmed.get_optimizer_state()[0].tensor.data, cold.get_optimizer_state()[0].tensor.data);
+}
+
 // The CUDA graph replays the recorded step for every full batch; the gather reads the
 // device's step counter and a new learning rate means a new capture, so two epochs with
 // a short last batch and another rate in the second end bit for bit where the step-by-step

@@ -190,6 +190,28 @@ TEST(Stage08_Engine, GraphAndPlainLaunchesGiveTheSameBits) {
   expect_same_bits(with_graph->get_parameters(), without->get_parameters(), "graph against plain launches");
 }
 
+// The warm-up before the first epoch runs the whole step once uncounted (its update off, the step
+// counter untouched) for the full batch and the last one of 40, and captures it: the run that
+// follows ends on the same bits as one without it.
+TEST(Stage08_Engine, WarmUpChangesNothingTrainingComputes) {
+  SKIP_WITHOUT_GPU();
+  const Dataset train = make_synthetic(1000, {1, 28, 28}, 10, 101);
+  const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64);
+  Fused warmed(cfg, FusedOptions{true, false}), cold(cfg, FusedOptions{true, false});
+  const std::string what = warmed->warm_up(train);
+  EXPECT_NE(what.find("captured as a CUDA graph"), std::string::npos) << what;
+  EXPECT_EQ(warmed->graph_captures(), 1);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    const EpochStats a = warmed->train_epoch(train, epoch, {}), b = cold->train_epoch(train, epoch, {});
+    EXPECT_EQ(a.correct, b.correct) << "epoch " << epoch;
+    EXPECT_NEAR(a.loss_sum, b.loss_sum, 1e-9 * b.loss_sum) << "epoch " << epoch << " (summed with atomics)";
+  }
+  EXPECT_EQ(warmed->graph_captures(), 1) << "epoch 1 replays the step the warm-up captured";
+  EXPECT_EQ(warmed->graph_replays(), 30);
+  expect_same_bits(warmed->get_parameters(), cold->get_parameters(), "warmed up against cold");
+  expect_same_bits(warmed->get_optimizer_state(), cold->get_optimizer_state(), "their velocities");
+}
+
 /// A GradientSync that only counts its calls: with one, the engine runs the step its own way, as data parallelism does.
 class CountingSync : public GradientSync {
  public:

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,25 @@ TEST_P(GpuTrainer_Safety, CtrlCInsideAnEpochThenResumeEqualsUninterruptedBitForB
 TEST_P(GpuTrainer_Safety, RealSigintInsideAnEpochThenResumeEqualsUninterruptedBitForBit) {
   REQUIRE_TRAINER();
   expect_sigint_inside_an_epoch_then_resume_equals_uninterrupted(trainer(), dir());
+}
+
+// The one-off costs (the set's upload, each batch size's setup, a pass of each, the capture) are
+// paid before epoch 1 and timed apart: a "setup" line before it, and "setup" in the --json file.
+TEST_P(GpuTrainer_Safety, SetupIsPaidBeforeTheFirstEpochAndTimedApart) {
+  REQUIRE_TRAINER();
+  const std::filesystem::path d = dir();
+  const std::string json_path = (d / "run.json").string();
+  const auto r = trainer_process::run(trainer().exe, d, "setup", with(trainer().args, {"--epochs", "1", "--json",
+                                                                                      json_path}));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const std::size_t setup = r.out.find("setup "), first_epoch = r.out.find("epoch 1/");
+  ASSERT_NE(setup, std::string::npos) << r.out;
+  EXPECT_LT(setup, first_epoch) << r.out;
+  std::ifstream in(json_path);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  ASSERT_TRUE(j.contains("setup")) << j.dump(2);
+  EXPECT_GT(j.at("setup").at("seconds").get<double>(), 0.0);
+  EXPECT_NE(j.at("setup").at("what").get<std::string>().find("uploaded"), std::string::npos) << j.dump(2);
 }
 
 TEST_P(GpuTrainer_Safety, HugeLearningRateStopsWithExitCode4WithinTheLag) {

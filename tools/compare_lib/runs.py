@@ -42,6 +42,8 @@ class Run:
     seconds_measured: float = 0.0     # median of epoch_seconds
     seconds_per_epoch: float = 0.0    # seconds_measured scaled to images_per_epoch
     images_per_second: float = 0.0    # median over the epochs, as the trainer measured it
+    setup_seconds: float = 0.0        # one-off costs paid before the first epoch, not in any epoch's seconds (a GPU
+                                      # trainer's "setup", a peer's warm-up); 0 where there were none
     test_accuracy: float = 0.0        # after the last epoch, in [0, 1]
     dataset: str = ""
     synthetic: bool = False           # the trainer fell back to the built-in synthetic set
@@ -194,10 +196,20 @@ def _fill_ok(run, results):
     run.seconds_measured = statistics.median(run.epoch_seconds)
     run.seconds_per_epoch = run.seconds_measured * run.images_per_epoch / run.images if run.images else 0.0
     run.images_per_second = statistics.median(float(e["images_per_second"]) for e in epochs)
+    run.setup_seconds = setup_seconds(results)
     run.test_accuracy = float(epochs[-1].get("test_accuracy", results.get("final", {}).get("accuracy", 0.0)))
     if run.seconds_measured <= 0:
         run.status, run.reason = "error", "the trainer measured 0 seconds for an epoch"
     return run
+
+
+def setup_seconds(results):
+    """The seconds a run spent before its first epoch on one-off costs, untimed in its epochs: a stage
+    trainer's "setup" (common/trainer_epochs.cpp), a peer's "warmup_seconds" (tools/peers/pytorch_peer.py)."""
+    setup = results.get("setup")
+    if isinstance(setup, dict) and "seconds" in setup:
+        return float(setup["seconds"])
+    return float((results.get("peer") or {}).get("warmup_seconds", 0.0))
 
 
 def static_row(stage, model, status, reason):

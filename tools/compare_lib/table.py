@@ -12,7 +12,7 @@ RUN_ANYWAY = "--gpu-stages runs their trainers anyway: each says why it cannot r
 CSV_FIELDS = ["stage", "device", "model", "status", "reason", "seconds_per_epoch", "images_per_second",
               "speedup_vs_prev", "vs_prev_stage", "speedup_vs_first", "vs_first_stage", "test_accuracy",
               "images_measured", "images_per_epoch", "epochs", "epoch_seconds_measured", "scaled", "threads", "dataset",
-              "synthetic_data", "peer", "speedup_vs_peer_best", "peer_best_row", "variant_of"]
+              "synthetic_data", "peer", "speedup_vs_peer_best", "peer_best_row", "variant_of", "setup_seconds"]
 PEER_NAMES = {"pytorch": "PyTorch"}   # a peer framework's name in headers and notes
 
 
@@ -109,14 +109,16 @@ def peer_column(rows):
     return f"vs {name} best" if name else None
 
 
-def row_cells(r, with_peer=False):
+def row_cells(r, with_peer=False, with_setup=False):
     mark = "*" if r.scaled else ""
     if r.status != "ok":
         shown, explained = split_reason(r.reason)
         return [r.stage, r.device, r.model, f"{r.status}: {shown}" + (" (what it means: below)" if explained else "")]
     acc = f"{100 * r.test_accuracy:.2f}%{mark}" + (" (synthetic data)" if r.synthetic else "")
-    cells = [r.stage, r.device, r.model, f"{r.seconds_per_epoch:.2f}{mark}", f"{r.images_per_second:,.0f}",
-             speedup_text(r.vs_prev), speedup_text(r.vs_first)]
+    cells = [r.stage, r.device, r.model, f"{r.seconds_per_epoch:.2f}{mark}"]
+    if with_setup:
+        cells.append(f"{r.setup_seconds:.2f}" if r.setup_seconds > 0 else "-")
+    cells += [f"{r.images_per_second:,.0f}", speedup_text(r.vs_prev), speedup_text(r.vs_first)]
     if with_peer:
         cells.append(f"{r.vs_peer[1]:.2f}x" if r.vs_peer else "-")
     return cells + [acc, images_text(r)]
@@ -127,10 +129,21 @@ HEADERS = ["stage", "device", "model", "s/epoch", "img/s", "speedup vs prev", "s
 LEFT = {"stage", "device", "model", "trained on (images)"}
 
 
+SETUP = "setup s"
+
+
+def shows_setup(rows):
+    """Whether some row paid one-off costs before its first epoch (Run.setup_seconds): the table then shows them
+    in a column of their own. Rows read from a comparison made before trainers timed them apart show none."""
+    return any(r.status == "ok" and r.setup_seconds > 0 for r in rows)
+
+
 def headers(rows):
-    """The table's columns: HEADERS, with the "vs PyTorch best" column after the speedups when a peer row ran."""
+    """The table's columns: HEADERS, with "setup s" after s/epoch when a row paid one-off costs before its first
+    epoch, and the "vs PyTorch best" column after the speedups when a peer row ran."""
     column = peer_column(rows)
-    return HEADERS[:7] + [column] + HEADERS[7:] if column else list(HEADERS)
+    head = HEADERS[:7] + [column] + HEADERS[7:] if column else list(HEADERS)
+    return head[:4] + [SETUP] + head[4:] if shows_setup(rows) else head
 
 
 def peer_notes(rows):
@@ -199,6 +212,12 @@ def footnotes(rows):
     notes.append("s/epoch and img/s time training only (not the test pass); speedup = seconds per epoch of the "
                  "stage named / this stage's, same model. 'vs prev' is the closest earlier stage that ran the "
                  "model; 'vs first' the earliest (stage 01 for the MLP; for a CNN the first stage with conv layers).")
+    if shows_setup(rows):
+        notes.append("Not in any epoch's seconds: the one-off costs a row pays before its first epoch, shown apart as "
+                     "'setup s': a GPU stage's upload of the training set, the setup of each batch size (cuDNN's "
+                     "algorithm search, stage 07's autotuning), one uncounted pass of the step and its capture as a "
+                     "CUDA graph; a peer's untimed warm-up steps (its compilation and captures). '-': none (the CPU "
+                     "stages, whose first epoch costs what every other one does).")
     notes += variant_notes(rows)
     if any(r.epochs > 1 for r in rows if r.status == "ok"):
         notes.append("With several epochs, s/epoch and img/s are medians over the epochs (each epoch's seconds are in "
@@ -231,8 +250,9 @@ def format_table(rows, header_lines=()):
     left = left_out_text(rows)
     rows = [r for r in rows if not r.left_out]
     head = headers(rows)
-    with_peer = len(head) > len(HEADERS)
-    cells = [row_cells(r, with_peer) for r in rows]
+    with_setup = SETUP in head
+    with_peer = len(head) > len(HEADERS) + with_setup
+    cells = [row_cells(r, with_peer, with_setup) for r in rows]
     widths = [len(h) for h in head]
     for c in cells:
         if len(c) == len(head):
@@ -283,6 +303,7 @@ def to_csv(rows):
             "threads": r.threads if ok else "", "dataset": r.dataset, "synthetic_data": str(r.synthetic).lower(),
             "peer": r.peer, "speedup_vs_peer_best": f"{r.vs_peer[1]:.4f}" if r.vs_peer else "",
             "peer_best_row": r.vs_peer[0] if r.vs_peer else "", "variant_of": r.variant_of,
+            "setup_seconds": f"{r.setup_seconds:.4f}" if ok else "",
         })
     return buf.getvalue()
 

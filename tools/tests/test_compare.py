@@ -233,6 +233,26 @@ class Speedups(unittest.TestCase):
         self.assertIn("20.00x vs 02", row)
         self.assertNotIn("*", row)                 # a whole epoch: nothing scaled
 
+    def test_one_off_setup_is_a_column_apart_and_the_table_says_what_it_holds(self):
+        self.assertNotIn("setup s", table.format_table(self.rows, ["header"]), "no row paid any: no column")
+        results = trainer_json("06_cudnn", "NVIDIA H100 80GB HBM3 (sm_90)", 0.8, 60000)
+        results["setup"] = {"seconds": 0.35, "what": "the training set uploaded, ..."}
+        gpu = interpret(STAGE["06_cudnn"], "cnn", 0, "", "", results)
+        self.assertAlmostEqual(gpu.setup_seconds, 0.35)
+        self.assertAlmostEqual(gpu.seconds_per_epoch, 0.8, msg="the setup is not in the epoch's seconds")
+        peer = {**results, "setup": None, "peer": {"warmup_seconds": 12.5}}
+        self.assertAlmostEqual(interpret(STAGE["06_cudnn"], "cnn", 0, "", "", peer).setup_seconds, 12.5)
+        rows = [gpu if (r.stage, r.model) == ("06_cudnn", "cnn") else r for r in self.rows]
+        text = table.format_table(rows, ["header"])
+        head = next(l for l in text.splitlines() if l.startswith("stage "))
+        self.assertIn("s/epoch  setup s", head)
+        row = next(l for l in text.splitlines() if l.startswith("06_cudnn") and " cnn " in l)
+        self.assertIn("0.80     0.35", row)
+        self.assertIn("'setup s'", text)
+        cpu = next(l for l in text.splitlines() if l.startswith("01_fc_softmax") and " mlp " in l)
+        self.assertRegex(cpu, r"10\.00\s+-\s")
+        self.assertIn("setup_seconds", table.to_csv(rows).splitlines()[0])
+
     def test_the_speedup_text(self):
         self.assertEqual(table.times(1.0), "1.00x")
         self.assertEqual(table.times(31.42), "31.4x")
