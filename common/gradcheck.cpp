@@ -64,8 +64,8 @@ namespace {
 
 /// What the wrong entries share, from (analytic, numeric) of each: the same ratio a/n at every one of them
 /// (a scale factor: a mean not taken, or taken twice; -1: a sign), or an analytic 0 where the numeric is not
-/// (a gradient never written). Empty when they share nothing this can name.
-std::string failure_pattern(const std::vector<std::pair<double, double>>& wrong) {
+/// (a gradient never written). Empty when they share nothing this can name. `checked`: the entries compared.
+std::string failure_pattern(const std::vector<std::pair<double, double>>& wrong, std::size_t checked) {
   if (wrong.size() < 2) return "";  // one entry shares nothing with another
   std::size_t only_numeric = 0, only_analytic = 0;  // one of the two is 0 (exactly: the loss does not move)
   for (const auto& [a, n] : wrong) {
@@ -74,6 +74,9 @@ std::string failure_pattern(const std::vector<std::pair<double, double>>& wrong)
   }
   if (only_numeric == wrong.size())
     return "the analytic gradient is 0 at each wrong entry: a gradient never written, or zeroed after";
+  // Every entry one-sided, both ways and none right: the complement of the right support, an inverted mask,
+  // which diagnose_mismatch names.
+  if (only_numeric + only_analytic == checked && only_numeric >= 2 && only_analytic >= 2) return "";
   // Most wrong entries one-sided, both ways: gradient sent to the wrong entries (where several land on one
   // entry, that entry is wrong both ways, hence "most").
   if (only_numeric > 0 && only_analytic > 0 && 4 * (only_numeric + only_analytic) >= 3 * wrong.size()) {
@@ -161,7 +164,7 @@ GradCheckResult check(const std::string& tensor_name, double* param, const Tenso
   if (r.checked == 0) r.worst_rel_error = 0;
   r.worst_where = shape.where(r.worst_index);
   if (r.failing > kShown) r.failing_where += " and " + std::to_string(r.failing - kShown) + " more";
-  r.pattern = failure_pattern(wrong);
+  r.pattern = failure_pattern(wrong, r.checked);
   if (r.pattern.empty() && r.failing > 0) {  // a slip of layout or index: a transpose, a shift by one, a region
     const std::vector<double> all(analytic, analytic + r.total);
     const double tol = options.tolerance, tiny = options.tiny;

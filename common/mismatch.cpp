@@ -89,9 +89,9 @@ struct Evidence {
   }
 
   /// Does `predict` (the value the slip puts at an entry, or NaN where it cannot say) explain every entry,
-  /// saying something at no fewer than half of them and at two wrong ones at least?
+  /// saying something at no fewer than 1/`share` of them (half, unless told) and at two wrong ones at least?
   template <typename Predict>
-  bool explains_all(const Predict& predict) const {
+  bool explains_all(const Predict& predict, std::size_t share = 2) const {
     std::size_t said = 0, said_wrong = 0;
     for (std::size_t k = 0; k < expected.size(); ++k) {
       const double v = predict(expected[k]);
@@ -100,7 +100,7 @@ struct Evidence {
       ++said;
       said_wrong += !right[k];
     }
-    return 2 * said >= expected.size() && said_wrong >= std::min<std::size_t>(2, wrong_count);
+    return share * said >= expected.size() && said_wrong >= std::min<std::size_t>(2, wrong_count);
   }
 };
 
@@ -167,30 +167,106 @@ std::string shifted_by_a_constant(const Evidence& ev) {
   return buf;
 }
 
+/// One axis a value is moved along, and by how many cells.
+struct Move {
+  std::size_t axis;
+  int step;
+};
+
+/// Does every entry's value sit `moves` away from where it belongs (actual at c + step = expected at c, along
+/// each moved axis), wherever c + step lies inside the tensor? An entry whose value would land outside says
+/// nothing (it fell off the edge: padding, or a row read past its end), so only 1/`share` of the entries need
+/// say something; but at least two must be entries a shift could not leave unchanged (their neighbour there
+/// holds another value), or a run of equal values would look shifted.
+bool shifted_by(const Evidence& ev, const std::vector<Move>& moves, std::size_t share) {
+  const TensorShape& s = ev.shape;
+  std::size_t informative = 0;
+  const bool holds = ev.explains_all(
+      [&](const ExpectedEntry& e) {
+        long j = static_cast<long>(e.index);
+        for (const Move& m : moves) {
+          const int c = s.coordinate(e.index, m.axis) + m.step;
+          if (c < 0 || c >= s.sizes[m.axis]) return static_cast<double>(NAN);
+          j += m.step * static_cast<long>(s.stride(m.axis));
+        }
+        const auto there = ev.expected_at.find(static_cast<std::size_t>(j));
+        if (there == ev.expected_at.end() || !ev.close(there->second, e.value)) ++informative;
+        return ev.actual[static_cast<std::size_t>(j)];
+      },
+      share);
+  return holds && informative >= 2;
+}
+
+/// "c + 1", "c - 2".
+std::string moved(const char* c, int step) {
+  return std::string(c) + (step > 0 ? " + " : " - ") + std::to_string(std::abs(step));
+}
+
 std::string off_by_one(const Evidence& ev) {
   const TensorShape& s = ev.shape;
   for (std::size_t d = s.rank(); d-- > 0;) {  // the innermost axis first: the likeliest
     if (s.sizes[d] < 3) continue;
-    for (int step : {+1, -1}) {
-      const std::size_t stride = s.stride(d);
-      // The slip puts the value that belongs at coordinate c at c + step.
-      std::size_t informative = 0;
-      const bool holds = ev.explains_all([&](const ExpectedEntry& e) {
-        const int c = s.coordinate(e.index, d) + step;
-        if (c < 0 || c >= s.sizes[d]) return static_cast<double>(NAN);
-        const std::size_t j = step > 0 ? e.index + stride : e.index - stride;
-        const auto there = ev.expected_at.find(j);  // a slip is only told apart where neighbours differ
-        if (there == ev.expected_at.end() || !ev.close(there->second, e.value)) ++informative;
-        return ev.actual[j];
-      });
-      if (holds && informative >= 2) {
+    for (int step : {+1, -1})
+      if (shifted_by(ev, {{d, step}}, 2)) {
         const std::string a = s.axis_name(d);
-        return "the values are right but shifted by one along " + a + ": the value that belongs at " + a + " = c sits at " +
-               a + (step > 0 ? " = c + 1" : " = c - 1") + " (an index off by one)";
+        return "the values are right but shifted by one along " + a + ": the value that belongs at " + a +
+               " = c sits at " + a + " = " + moved("c", step) + " (an index off by one)";
       }
-    }
   }
   return "";
+}
+
+/// A shift by one or two cells along both innermost axes at once (an image's rows and columns: an input
+/// index off by one in h and w, ih = oh*S - P + kh + 1), or by two along one axis (the padding of a 5x5
+/// kernel counted twice, or left out). On a small plane most values fall off its edge (a 2x2 output moved by
+/// (1, 1) keeps one of its four), so a quarter of the entries may carry the evidence.
+std::string shifted_in_the_plane(const Evidence& ev) {
+  const TensorShape& s = ev.shape;
+  if (s.rank() >= 2) {
+    const std::size_t h = s.rank() - 2, w = s.rank() - 1;
+    for (int size : {1, 2})
+      for (int dh : {-size, size})
+        for (int dw : {-size, size}) {
+          if (s.sizes[h] <= size || s.sizes[w] <= size || !shifted_by(ev, {{h, dh}, {w, dw}}, 4)) continue;
+          const std::string a = s.axis_name(h), b = s.axis_name(w);
+          return "the values are right but shifted along " + a + " and " + b + " at once: the value that belongs at (" +
+                 a + ", " + b + ") = (r, c) sits at (" + moved("r", dh) + ", " + moved("c", dw) + ") (" +
+                 (size == 1 ? "an index off by one in both, e.g. the input read at ih = oh*S - P + kh + 1, or the "
+                              "padding off by one"
+                            : "an offset of two in both: the padding counted twice, or left out?") +
+                 ")";
+        }
+  }
+  for (std::size_t d = s.rank(); d-- > 0;) {
+    if (s.sizes[d] < 4) continue;
+    for (int step : {+2, -2})
+      if (shifted_by(ev, {{d, step}}, 4)) {
+        const std::string a = s.axis_name(d);
+        return "the values are right but shifted by two along " + a + ": the value that belongs at " + a +
+               " = c sits at " + a + " = " + moved("c", step) + " (an offset of two: the padding?)";
+      }
+  }
+  return "";
+}
+
+/// The complement of the right support: actual is 0 exactly where expected is not, and non-zero exactly where
+/// expected is 0. A mask inverted (a ReLU gradient passed where x < 0, where x > 0 belongs) does that, but for
+/// the few cells both masks shut (x = 0 exactly); a gradient sent to the wrong cells does not (most cells are 0
+/// in both), nor does one never written (0 everywhere), nor a mask right anywhere (non-zero in both).
+std::string inverted_mask(const Evidence& ev) {
+  std::size_t zero_where_not = 0, nonzero_where_zero = 0, zero_in_both = 0;
+  for (const auto& e : ev.expected) {
+    const bool actual_zero = ev.actual[e.index] == 0, expected_zero = e.value == 0;
+    if (!actual_zero && !expected_zero) return "";
+    if (actual_zero && expected_zero) ++zero_in_both;
+    else ++(actual_zero ? zero_where_not : nonzero_where_zero);
+  }
+  if (zero_where_not < 2 || nonzero_where_zero < 2 || 10 * zero_in_both > ev.expected.size()) return "";
+  const std::string& a = ev.words.actual;
+  const std::string& e = ev.words.expected;
+  return "the mask is inverted: " + a + " is 0 exactly where " + e + " is not, and non-zero exactly where " + e +
+         " is 0 (the complement of the right support: a gradient passed where x < 0 instead of x > 0, or a test "
+         "written the other way round?)";
 }
 
 std::string term_along_one_axis(const Evidence& ev) {
@@ -367,8 +443,9 @@ std::string diagnose_mismatch(const TensorShape& shape, const std::vector<double
   using Hypothesis = std::string (*)(const Evidence&);
   const std::vector<Hypothesis> hypotheses =
       kind == ValueKind::Labels
-          ? std::vector<Hypothesis>{never_written, transposed, off_by_one}  // arithmetic on labels means nothing
-          : std::vector<Hypothesis>{never_written, transposed, flipped_sign, scaled, shifted_by_a_constant, off_by_one,
+          ? std::vector<Hypothesis>{never_written, transposed, off_by_one, shifted_in_the_plane}  // no arithmetic on labels
+          : std::vector<Hypothesis>{never_written, inverted_mask, transposed, flipped_sign, scaled, shifted_by_a_constant,
+                                    off_by_one, shifted_in_the_plane,
                                     term_along_one_axis, term_along_two_axes, same_error_where_wrong};
   std::string what;
   if (expected.size() >= 3) {

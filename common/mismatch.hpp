@@ -12,7 +12,11 @@
 ///  - a sign flipped, or a constant factor (a mean not divided by its count);
 ///  - a constant added or left out, or a term that depends on one axis only (a bias), or the
 ///    sum of a term of one axis and one of another (a bias read with the wrong index);
-///  - a shift by one along an axis (an index off by one: the value of x+1 stored at x);
+///  - a shift by one along an axis (an index off by one: the value of x+1 stored at x), by one or two
+///    along both axes of a plane at once (an input index off by one in h and w, the padding), or by
+///    two along one axis; the values a shift moves off the edge say nothing, the others must agree;
+///  - an inverted mask: zero exactly where the tensor should not be, non-zero exactly where it should
+///    (a ReLU gradient passed where x < 0, not x > 0);
 ///  - entries never written (one value everywhere the tensor is wrong: a fill, 0, NaN);
 ///  - wrong only past an index, or only at the edges, along an axis (a loop bound,
 ///    padding).

@@ -91,6 +91,98 @@ TEST(Mismatch, AnIndexOffByOne) {
   EXPECT_TRUE(has(m, "sits at o = c + 1")) << m;
 }
 
+// A plane [c, h, w] whose values are those of `ref` moved by (dh, dw): the value of (h, w) lands at
+// (h + dh, w + dw); cells no value lands on hold what an edge gives (a partial sum): here 0.37 + h - w.
+std::vector<double> moved_plane(const std::vector<double>& ref, int C, int H, int W, int dh, int dw) {
+  std::vector<double> got(ref.size());
+  for (int c = 0; c < C; ++c)
+    for (int h = 0; h < H; ++h)
+      for (int w = 0; w < W; ++w) {
+        const int sh = h - dh, sw = w - dw;  // where the value now at (h, w) belongs
+        got[(c * H + h) * W + w] =
+            sh >= 0 && sh < H && sw >= 0 && sw < W ? ref[(c * H + sh) * W + sw] : 0.37 + h - w;
+      }
+  return got;
+}
+
+// The input read one cell too far in both axes (ih = oh*S - P + kh + 1): every output holds its
+// diagonal neighbour's value, and the last row and column read past the image.
+TEST(Mismatch, AShiftAlongBothAxesOfAPlane) {
+  const TensorShape shape{{"c", 2}, {"h", 4}, {"w", 5}};
+  const auto ref = reference(8, 5);
+  const std::string m = message(moved_plane(ref, 2, 4, 5, -1, -1), ref, shape);
+  EXPECT_TRUE(has(m, "shifted along h and w at once: the value that belongs at (h, w) = (r, c) sits at (r - 1, c - 1)"))
+      << m;
+  const std::string down = message(moved_plane(ref, 2, 4, 5, 1, 1), ref, shape);
+  EXPECT_TRUE(has(down, "sits at (r + 1, c + 1)")) << down;
+}
+
+// A 2x2 output plane moved by one in both axes keeps one value of four; six planes of them are
+// evidence enough, one plane is not (one equal value says nothing).
+TEST(Mismatch, AShiftOnSmallPlanesNeedsSeveralOfThem) {
+  const TensorShape many{{"n", 2}, {"co", 3}, {"oh", 2}, {"ow", 2}};
+  const auto ref = reference(6, 4);
+  const std::string m = message(moved_plane(ref, 6, 2, 2, -1, -1), ref, many);
+  EXPECT_TRUE(has(m, "shifted along oh and ow at once")) << m;
+  const TensorShape one{{"oh", 2}, {"ow", 2}};
+  const auto small = reference(2, 2);
+  const std::string alone = message(moved_plane(small, 1, 2, 2, -1, -1), small, one);
+  EXPECT_FALSE(has(alone, "shifted")) << alone;
+}
+
+// The padding counted twice along one axis: each value two cells along.
+TEST(Mismatch, AShiftByTwoAlongOneAxis) {
+  const TensorShape shape{{"h", 3}, {"w", 6}};
+  const auto ref = reference(3, 6);
+  auto got = ref;
+  for (int h = 0; h < 3; ++h)
+    for (int w = 0; w < 6; ++w) got[h * 6 + w] = w >= 2 ? ref[h * 6 + w - 2] : 0.0;
+  const std::string m = message(got, ref, shape);
+  EXPECT_TRUE(has(m, "shifted by two along w: the value that belongs at w = c sits at w = c + 2")) << m;
+}
+
+// A plane of equal values with its edge wrong is no shift (every shifted value equals the one it
+// replaces), nor is a plane where one row was shifted and the rest scattered.
+TEST(Mismatch, NoShiftWhereNeighboursAreEqual) {
+  const TensorShape shape{{"h", 4}, {"w", 4}};
+  std::vector<double> ref(16, 2.5), got(16, 2.5);
+  got[3] = got[7] = got[11] = got[15] = 0.1 * 7;
+  const std::string m = message(got, ref, shape);
+  EXPECT_FALSE(has(m, "shifted")) << m;
+}
+
+// ReLU's backward with its test inverted: the gradient passes where x < 0, and is 0 where x > 0.
+TEST(Mismatch, AnInvertedMask) {
+  const auto x = reference(4, 5), dy = reference(5, 4);
+  std::vector<double> want(x.size()), got(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    want[i] = x[i] > 0 ? dy[i] : 0.0;
+    got[i] = x[i] < 0 ? dy[i] : 0.0;
+  }
+  const std::string m = message(got, want);
+  EXPECT_TRUE(has(m, "diagnosis: the mask is inverted: actual is 0 exactly where expected is not")) << m;
+  want[7] = got[7] = 0;  // x = 0 exactly: shut by both masks
+  EXPECT_TRUE(has(message(got, want), "the mask is inverted")) << message(got, want);
+}
+
+// Not an inverted mask: a sparse gradient sent to the wrong cells (most cells are 0 in both), a
+// gradient never written (0 everywhere), a mask right at some entries.
+TEST(Mismatch, NoInvertedMaskWhereTheSupportsOverlap) {
+  const auto dy = reference(4, 5);
+  std::vector<double> want(20, 0.0), routed(20, 0.0);
+  for (int n = 0; n < 4; ++n) want[n * 5 + n] = dy[n], routed[n * 5 + n + 1] = dy[n];
+  EXPECT_FALSE(has(message(routed, want), "mask")) << message(routed, want);
+  const std::vector<double> zeros(20, 0.0);
+  EXPECT_FALSE(has(message(zeros, want), "mask")) << message(zeros, want);
+  const auto x = reference(4, 5);
+  std::vector<double> masked(20), half(20);
+  for (std::size_t i = 0; i < 20; ++i) {
+    masked[i] = x[i] > 0 ? dy[i] : 0.0;
+    half[i] = i < 10 ? masked[i] : (x[i] < 0 ? dy[i] : 0.0);
+  }
+  EXPECT_FALSE(has(message(half, masked), "mask")) << message(half, masked);
+}
+
 TEST(Mismatch, EntriesNeverWrittenAndWhere) {
   const auto ref = reference();
   auto got = ref;
@@ -176,6 +268,30 @@ TEST(Mismatch, TheGradientCheckerNamesATransposedGradient) {
   const auto named = check_gradient("dW", p.data(), {{"o", 3}, {"i", 4}}, transposed.data(), loss);
   EXPECT_TRUE(has(named.message(), "dW, shape [o=3, i=4]: worst relative error")) << named.message();
   EXPECT_TRUE(has(named.message(), "laid out with o and i swapped")) << named.message();
+}
+
+// An inverted mask in a gradient check: the loss does not move where the analytic gradient is non-zero
+// and moves where it is 0; every entry one-sided. A gradient sent to the wrong entries, with others
+// right, is still "an index or an offset".
+TEST(Mismatch, TheGradientCheckerNamesAnInvertedMask) {
+  std::vector<double> p(12), r(12);
+  for (int i = 0; i < 12; ++i) p[i] = (i % 3 == 0 ? -1.0 : 1.0) * (0.2 + 0.1 * i), r[i] = 0.5 + 0.25 * i;
+  auto loss = [&] {
+    double s = 0;
+    for (int i = 0; i < 12; ++i) s += (p[i] > 0 ? p[i] : 0.0) * r[i];
+    return s;
+  };
+  std::vector<double> inverted(12), misrouted(12);
+  for (int i = 0; i < 12; ++i) {
+    inverted[i] = p[i] < 0 ? r[i] : 0.0;
+    misrouted[i] = p[i] > 0 ? r[i] : 0.0;
+  }
+  const auto named = check_gradient("dx of relu", p.data(), {{"i", 12}}, inverted.data(), loss);
+  EXPECT_TRUE(has(named.message(), "the mask is inverted: analytic is 0 exactly where numeric is not")) << named.message();
+  std::swap(misrouted[0], misrouted[1]);  // entry 1's gradient written to entry 0
+  std::swap(misrouted[3], misrouted[4]);
+  const auto routed = check_gradient("dx of relu", p.data(), {{"i", 12}}, misrouted.data(), loss);
+  EXPECT_TRUE(has(routed.message(), "an index or an offset is off")) << routed.message();
 }
 
 // Labels (class indices): a wrong class is no arithmetic slip; only where the wrong ones lie is said.
