@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -14,21 +15,25 @@
 
 namespace course::reference {
 
-/// y[n][c][oh][ow] = sum of x over the window's image cells / (K*K): padded cells count as zeros.
-inline std::vector<double> avgpool_forward(const std::vector<double>& x, int B, const PoolGeometry& g) {
+/// y[n][c][oh][ow] = sum of x over the window's image cells / (K*K): padded cells count as zeros. With
+/// `divide_by_image_cells`, the slip of dividing by the image cells the window holds instead.
+inline std::vector<double> avgpool_forward(const std::vector<double>& x, int B, const PoolGeometry& g,
+                                           bool divide_by_image_cells = false) {
   const int Ho = g.out_h(), Wo = g.out_w();
   std::vector<double> y(static_cast<std::size_t>(B) * g.out_size());
   for (int p = 0; p < B * g.C; ++p)
     for (int oh = 0; oh < Ho; ++oh)
       for (int ow = 0; ow < Wo; ++ow) {
         double s = 0;
+        int cells = 0;
         for (int kh = 0; kh < g.K; ++kh)
           for (int kw = 0; kw < g.K; ++kw) {
             const int ih = oh * g.S - g.P + kh, iw = ow * g.S - g.P + kw;
             if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;  // a padded cell: 0
             s += x[static_cast<std::size_t>(p) * g.H * g.W + ih * g.W + iw];
+            ++cells;
           }
-        y[(static_cast<std::size_t>(p) * Ho + oh) * Wo + ow] = s / (g.K * g.K);
+        y[(static_cast<std::size_t>(p) * Ho + oh) * Wo + ow] = s / (divide_by_image_cells ? cells : g.K * g.K);
       }
   return y;
 }
@@ -67,10 +72,18 @@ inline std::vector<double> avgpool_input_gradient(const std::vector<double>& dy,
   return dx;
 }
 
-/// The classic mistake an average-pool input gradient `dx` is, exactly, or "" (dy the output gradient fed in).
+/// The classic mistake an average-pool input gradient `dx` is, exactly, or "" (dy the output gradient fed in;
+/// `stale` what dx held before the call, when the test filled it).
 inline std::string avgpool_mistake(const std::vector<double>& dx, const std::vector<double>& dy, int B,
-                                   const PoolGeometry& g) {
+                                   const PoolGeometry& g, double stale = NAN) {
   const std::vector<double> right = avgpool_input_gradient(dy, B, g, AvgPoolMistake::None);
+  if (std::isfinite(stale)) {
+    std::vector<double> kept = right;
+    for (double& v : kept) v += stale;
+    if (same_values(dx, kept))
+      return "dx was not zeroed first: every cell still holds the " + testkit::detail::number(stale) +
+             " it held before the call, plus its gradient";
+  }
   const auto is = [&](AvgPoolMistake m) {
     const std::vector<double> wrong = avgpool_input_gradient(dy, B, g, m);
     return !same_values(wrong, right) && same_values(dx, wrong);  // only a mistake where it changes something

@@ -53,19 +53,25 @@ inline std::vector<double> conv_forward_reading(const std::vector<double>& x, co
 }
 
 /// What the classic mistakes of conv forward give on (x, W, b): the kernel flipped, W's channel
-/// axes swapped, the padding off by one, the stride left out.
+/// axes swapped, the bias left out, the input index off by one (the padding, or a + 1 of its own:
+/// with padding 0 that reads as a padding of -1), the stride left out.
 inline std::vector<testkit::KnownSlip> conv_forward_slips(const std::vector<double>& x, const std::vector<double>& W,
                                                           const std::vector<double>& b, int B, const ConvGeometry& g) {
   std::vector<testkit::KnownSlip> slips = {
       {"the kernel flipped (W[co][ci][K-1-kh][K-1-kw]: a convolution, where the layer computes a cross-correlation)",
        reference::conv_forward(x, flipped_kernel(W, g), b, B, g)},
       {"W read as [C_in, C_out, K, K] (W[ci][co] where W[co][ci] belongs)",
-       conv_forward_reading(x, W, b, B, g, g.P, g.S, true)}};
-  for (int shift : {-1, 1})
-    if (g.P + shift >= 0)
-      slips.push_back({"reading the input as if the padding were " + std::to_string(g.P + shift) + ", not " +
-                           std::to_string(g.P) + " (ih = oh*S - P + kh)",
-                       conv_forward_reading(x, W, b, B, g, g.P + shift, g.S)});
+       conv_forward_reading(x, W, b, B, g, g.P, g.S, true)},
+      {"the bias b[co] left out", reference::conv_forward(x, W, std::vector<double>(b.size(), 0.0), B, g)}};
+  for (int shift : {-1, 1}) {
+    const int P = g.P + shift;
+    slips.push_back({"the input index off by one (ih = oh*S - P + kh " + std::string(shift < 0 ? "+" : "-") +
+                         " 1, likewise iw" + (P >= 0 ? ": as if the padding were " + std::to_string(P) + ", not " +
+                                                           std::to_string(g.P)
+                                                     : std::string()) +
+                         ")",
+                     conv_forward_reading(x, W, b, B, g, P, g.S)});
+  }
   if (g.P >= 2)
     slips.push_back({"the padding left out of the input index (ih = oh*S - P + kh)", conv_forward_reading(x, W, b, B, g, 0, g.S)});
   if (g.S > 1)
@@ -220,9 +226,17 @@ inline bool same_values(const std::vector<double>& a, const std::vector<double>&
   return diff <= 1e-9 * scale;
 }
 
-/// The classic mistake a conv input gradient `dx` is, exactly, or "" (dy is the output gradient fed in).
+/// The classic mistake a conv input gradient `dx` is, exactly, or "" (dy is the output gradient fed in;
+/// `stale` what dx held before the call, when the test filled it).
 inline std::string conv_input_mistake(const std::vector<double>& dx, const std::vector<double>& dy,
-                                      const std::vector<double>& W, int B, const ConvGeometry& g) {
+                                      const std::vector<double>& W, int B, const ConvGeometry& g, double stale = NAN) {
+  if (std::isfinite(stale)) {
+    std::vector<double> kept = conv_input_gradient(dy, W, B, g, {});
+    for (double& v : kept) v += stale;
+    if (same_values(dx, kept))
+      return "dx was not zeroed first: every cell still holds the " + testkit::detail::number(stale) +
+             " it held before the call, plus its gradient";
+  }
   if (g.K > 1) {
     ConvMistakes m;
     m.flip_kernel = false;
