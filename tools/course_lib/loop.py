@@ -92,7 +92,7 @@ def print_next(views, goals, stages, heading="next:"):
         else:
             now = [f"{state_word(view, task)}  {view.gate}" if view.gate else state_word(view, task)]
         print(heading)
-        tasks.print_task_card(task, view.stage, goals, now)
+        tasks.print_task_card(task, view.stage, goals, now, result=r)
         print(f"    then:    tools/course check {task}   (or tools/course watch: re-checks on every save)")
         return task
     left = left_out_of(views)
@@ -140,7 +140,10 @@ def cmd_check(args):
     checked = [t for v in shown if not v.left_out for t in v.tasks]
     need_gpu = sum(v.count("needs a GPU") for v in shown if not v.left_out)
     gated = [v.stage[:2] for v in shown if v.gate]
-    print(f"progress: {sum(v.count('pass') for v in shown)} of {len(checked)} tasks pass"
+    # The tasks checked here, named as such: "progress:" is every command's count over the whole course.
+    checked_stages = [v.stage[:2] for v in shown if not v.left_out]
+    print(f"checked: {sum(v.count('pass') for v in shown)} of the {len(checked)} tasks of "
+          f"stage{'s' if len(checked_stages) > 1 else ''} {', '.join(checked_stages)} pass"
           + (f"; {need_gpu} need a GPU (their tests skip here)" if need_gpu else "")
           + (f"; stage{'s' if len(gated) > 1 else ''} {', '.join(gated)} gated" if gated else ""))
     if args.what is None or re.fullmatch(r"\d+", args.what):  # whole stages: what comes after them
@@ -179,7 +182,7 @@ def print_stage_check(view, goals, force):
         return
     lesson = gen_exercises.lesson_page(view.stage)
     for task in view.tasks:
-        goal = tasks.goal_of(task, goals)
+        goal = tasks.goal_of(task, goals, view.results.get(task))
         word = state_word(view, task)
         print(f"  Task {task:5} {word:4}  {goal}")
         r = view.results.get(task)
@@ -278,7 +281,7 @@ def watch_header(task, stage, goals):
     if sys.stdout.isatty():
         print("\033[2J\033[H", end="")
     print(RULE)
-    print(f"{stamp}  Task {task}  {tasks.goal_of(task, goals)}")
+    print(f"{stamp}  Task {task}  {tasks.goal_of(task, goals)}{tasks.parts_note(task, goals)}")
     places = ", ".join(f"{f}:{line}" for f, line in tasks.task_places(task))
     lesson, line, _, anchor = tasks.lesson_section(stage, task)
     print(f"          {places}  |  {lesson}:{line or 1} (#{anchor})  |  tools/course hint {task}")
@@ -299,11 +302,11 @@ def watch_once(task, stage, goals, note="", started=None):
             print("    " + l)
         return None
     r = results.run_task(programs[task], task, stage)
-    print_round(r, time.time() - t)
+    print_round(r, time.time() - t, goals)
     return r
 
 
-def print_round(r, took):
+def print_round(r, took, goals=None):
     if r.state == "pass":
         print(f"  PASS  all {r.tests} tests ({took:.0f} s)")
     elif r.state == "skip":
@@ -314,6 +317,8 @@ def print_round(r, took):
         for l in lines[1:]:
             print(f"        {l}")
         print(f"        {r.failed} of {r.tests} tests fail ({took:.0f} s); the full output: {r.command}")
+        if goals and tasks.parts_note(r.task, goals) and not r.not_started:
+            print(f"        the part it points at: {tasks.goal_of(r.task, goals, r)}")
 
 
 def regressions(task, stages, changed, passed):

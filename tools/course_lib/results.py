@@ -27,10 +27,11 @@ class TaskResult:
     not_implemented: bool = False    # the hole still throws
     excerpt: list = field(default_factory=list)   # the lines of its failure to read first
     skip_reason: str = ""
+    program: str = ""                # the test program that ran, as the learner types it ("" : the stage's)
 
     @property
     def command(self):
-        return full_output_command(self.stage, self.task)
+        return full_output_command(self.stage, self.task, self.program)
 
     @property
     def blocked_by(self):
@@ -51,9 +52,10 @@ def exe_of(stage):
     return common.bin_path(common.tests_target(stage))
 
 
-def full_output_command(stage, task):
-    """The command that shows every test of a task with GoogleTest's whole output."""
-    return f"{common.rel(exe_of(stage))} --gtest_filter='Task{task.replace('.', '_')}_*'"
+def full_output_command(stage, task, program=""):
+    """The command that shows every test of a task with GoogleTest's whole output: the test program that ran
+    them (the task's own, or the stage's)."""
+    return f"{program or common.rel(exe_of(stage))} --gtest_filter='Task{task.replace('.', '_')}_*'"
 
 
 def not_implemented_line(message):
@@ -119,7 +121,7 @@ def _without_frame(lines):
 def run_task(exe, task, stage):
     """Runs a task's tests with the given test program; a TaskResult."""
     results = prove_exercises.run_task(exe, task)
-    r = TaskResult(task, stage, "pass", tests=len(results))
+    r = TaskResult(task, stage, "pass", tests=len(results), program=common.rel(exe))
     if not results:
         r.state, r.excerpt = "none", [f"no tests found (suites named Task{task.replace('.', '_')}_*)"]
         return remember(exe, r)

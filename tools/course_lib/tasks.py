@@ -1,6 +1,7 @@
 """The tasks of the course, read from the markers in solutions/: their stages, goals and hints, where each
 hole sits in exercises/ (open or filled in), and the lesson section that explains it."""
 import functools
+import re
 from pathlib import Path
 
 from . import common
@@ -32,8 +33,44 @@ def task_goals():
     return goals
 
 
-def goal_of(task, goals):
-    return goals.get(task, [(None, "", [])])[0][1]
+def goal_of(task, goals, result=None):
+    """A task's goal: its first part's, or, for a task of several parts (a forward and a backward hole, say)
+    whose tests fail (`result`, a TaskResult), the goal of the part its failure points at (failing_part)."""
+    parts = goals.get(task) or [(None, "", [])]
+    return parts[failing_part(parts, result)][1]
+
+
+def parts_note(task, goals):
+    """'' for a task of one part; else how many more parts it has, for a line that shows its first goal."""
+    n = len(goals.get(task, ())) - 1
+    return f"  (and {n} more part{'s' if n > 1 else ''})" if n > 0 else ""
+
+
+_BACKWARD = ("backward", "gradient", "grad", "dx", "dw", "db", "dy")
+
+
+def _words(text):
+    """Lower-case words of a test's name and message or of a goal; CamelCase split ("GradientCheck" -> gradient,
+    check), so that a test's name meets the goal's words."""
+    text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
+    return {w for w in re.findall(r"[a-z][a-z0-9]+", text.lower()) if len(w) >= 2}
+
+
+def failing_part(parts, result):
+    """The index in `parts` ([(file, goal, hints)] of a task) of the part a failing TaskResult points at: the part
+    whose goal shares the most words with the failing test's name and message, a backward part counting double
+    for a failure about gradients (a gradient check, a dx); 0 (the first part) when nothing tells them apart."""
+    if len(parts) < 2 or result is None or result.state != "fail" or not (result.test or result.excerpt):
+        return 0
+    said = _words(" ".join([result.test] + list(result.excerpt)))
+    about_gradients = bool(said & set(_BACKWARD))
+    scores = []
+    for _, goal, _ in parts:
+        words = _words(goal)
+        backward = bool(words & {"backward", "gradient", "gradients"})
+        scores.append(len(said & words) + (2 if backward == about_gradients else 0))
+    best = max(scores)
+    return scores.index(best) if scores.count(best) == 1 else 0
 
 
 @functools.lru_cache(maxsize=None)
@@ -117,10 +154,12 @@ def site_page(stage):
     return None
 
 
-def print_task_card(task, stage, goals, status_lines=(), indent="  "):
-    """Where to work on a task: its file and line, its lesson section, its hint, and what its tests say now."""
+def print_task_card(task, stage, goals, status_lines=(), indent="  ", result=None):
+    """Where to work on a task: its file and line, its lesson section, its hint, and what its tests say now
+    (`result`: its last TaskResult, whose failure picks the part of a task of several parts to name)."""
     goal_list = goals.get(task, [(None, "", [])])
-    print(f"{indent}Task {task}: {goal_list[0][1]}")
+    print(f"{indent}Task {task}: {goal_of(task, goals, result)}" + ("" if result and result.state == "fail"
+                                                                      else parts_note(task, goals)))
     for f, line in task_places(task):
         print(f"{indent}  file:    {f}:{line}")
     lesson, line, heading, anchor = lesson_section(stage, task)

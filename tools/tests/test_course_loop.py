@@ -231,7 +231,7 @@ class CompareLeavesOutGpuStages(unittest.TestCase):
         text = table.format_table(self.rows())
         self.assertEqual(text.count(NO_DRIVER), 1, text)
         line = next(l for l in text.splitlines() if NO_DRIVER in l)
-        self.assertTrue(line.startswith("GPU stages 04-06 left out (6 rows): "), line)
+        self.assertTrue(line.startswith("GPU stages 04-06 left out: "), line)
         self.assertNotIn("04_cuda_matmul", text)
         self.assertIn("01_fc_softmax", text)
 
@@ -533,6 +533,33 @@ class WatchRegressions(unittest.TestCase):
         self.assertEqual(ran, ["1.1"])   # 1.2 (activations.hpp) and 1.3 (loss.hpp) live elsewhere
         self.assertEqual(built, [["s01_task1_1_exercise"]], "Task 1.1's own test program, not the stage's")
         self.assertEqual([t for t, _ in broken], ["1.1"])
+
+
+class FailingPart(unittest.TestCase):
+    """A task of several parts names the part its failure points at, not always its first."""
+    PARTS = [(None, "activation forward for relu, leaky, sigmoid, tanh and softplus", []),
+             (None, "activation backward, dx = dy * f'(x)", [])]
+
+    def result(self, test, *excerpt):
+        return results.TaskResult("1.2", "01_fc_softmax", "fail", test=test, excerpt=list(excerpt))
+
+    def test_a_gradient_check_points_at_the_backward_part(self):
+        r = self.result("Task1_2_Activations.GradientCheckEveryActivation", "dx of relu, shape [i=200]: wrong")
+        self.assertEqual(tasks.failing_part(self.PARTS, r), 1)
+
+    def test_a_forward_test_points_at_the_forward_part(self):
+        r = self.result("Task1_2_Activations.ForwardAtKnownPoints", "relu(x) at x = -2, 0.5, 3: wrong")
+        self.assertEqual(tasks.failing_part(self.PARTS, r), 0)
+
+    def test_the_words_of_the_test_pick_among_three(self):
+        parts = [(None, "softmax (subtract the row maximum first) and the mean cross-entropy", []),
+                 (None, "the gradient p - y of the mean loss", []),
+                 (None, "mean squared error against one-hot targets, and its gradient", [])]
+        self.assertEqual(tasks.failing_part(parts, self.result("Task1_3_Loss.MseAgainstOneHotTargets", "loss")), 2)
+
+    def test_nothing_to_go_by_is_the_first_part(self):
+        self.assertEqual(tasks.failing_part(self.PARTS, None), 0)
+        self.assertEqual(tasks.failing_part(self.PARTS[:1], self.result("Task1_2_A.Gradient", "dx")), 0)
 
 
 class TestPrograms(unittest.TestCase):
