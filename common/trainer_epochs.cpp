@@ -39,9 +39,11 @@ std::string divergence_message(double loss, int epoch, int step, int steps, doub
     where += ", step " + std::to_string(step) + " of " + std::to_string(steps);
   else
     where += " (this stage reports its loss once per epoch, so the first bad step is not known)";
+  // A tenth of the rate; but a tenth of an absurd rate (1e6) is absurd too: above 1 (no model of the
+  // course trains with SGD at such a rate), the default rate instead, which trains them all.
+  const std::string advice = lr / 10 <= 1 ? fmt("%g", lr / 10) : fmt("%g (the default)", TrainerOptions{}.lr);
   std::string message = std::string("loss is ") + (std::isinf(loss) ? "Inf" : "NaN") + " " + where +
-                        ": the run diverged; try a smaller --lr, e.g. " + fmt("%g", lr / 10) + " (now " +
-                        fmt("%g", lr) + ")";
+                        ": the run diverged; try a smaller --lr, e.g. " + advice + " (now " + fmt("%g", lr) + ")";
   if (stopped_after > 0)
     message += "\n(this stage keeps its loss on the device and reads it back a few steps late: the run stopped"
                " after step " +

@@ -507,7 +507,7 @@ TEST(TrainerDivergence, HugeLearningRateStopsAtTheFirstBadStep) {
       run(quick(3, {"--lr", "1e6", "--json", json_path.string(), "--checkpoint-every", "1"}), sgd_factory());
   EXPECT_EQ(r.code, kExitDiverged) << r.out << r.err;
   EXPECT_CONTAINS(r.err, "at epoch 1, step ");
-  EXPECT_CONTAINS(r.err, "of 7: the run diverged; try a smaller --lr, e.g. 100000 (now 1e+06)");
+  EXPECT_CONTAINS(r.err, "of 7: the run diverged; try a smaller --lr, e.g. 0.02 (the default) (now 1e+06)");
   EXPECT_EQ(r.out.find("epoch 1/3"), std::string::npos) << "no epoch line for a diverged epoch";
   std::ifstream in(json_path);
   const nlohmann::json j = nlohmann::json::parse(in);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/model_file.hpp"
 #include "expect_contains.hpp"
 #include "trainer_process.hpp"
 
@@ -141,7 +142,7 @@ TEST(Stage01TrainerBinary, HugeLearningRateStopsWithTheDivergenceMessage) {
                                                          "--epochs", "3", "--lr", "1e6", "--no-progress"});
   EXPECT_EQ(f.code, 4) << f.out << f.err;
   EXPECT_CONTAINS(f.err, "at epoch 1, step ");
-  EXPECT_CONTAINS(f.err, "the run diverged; try a smaller --lr, e.g. 100000 (now 1e+06)");
+  EXPECT_CONTAINS(f.err, "the run diverged; try a smaller --lr, e.g. 0.02 (the default) (now 1e+06)");
 }
 
 // The thesis's input shape on the real engine: --resize and --channels make
@@ -165,6 +166,33 @@ TEST(Stage01TrainerBinary, ResizedThreeChannelInputsAndAValidationSet) {
   EXPECT_GT(val, 0.5) << "the synthetic set is easy: the held-out examples are learnt too";
   EXPECT_LE(val, 1.0);
   EXPECT_GT(j["epochs"][1]["val_loss"].get<double>(), 0.0);
+}
+
+// Stage 01 has dense layers only: its --help offers no CNN and no conv layer, and a CNN's model file is
+// refused as a model it cannot run, not with advice to pass that model's --model/--arch.
+TEST(Stage01TrainerBinary, OffersAndAdvisesOnlyWhatItRuns) {
+  REQUIRE_TRAINER();
+  const fs::path dir = fresh_dir();
+  const Finished help = run_trainer_binary(dir, "help", {"--help"});
+  ASSERT_EQ(help.code, 0) << help.err;
+  EXPECT_CONTAINS(help.out, "{mlp}");
+  for (const char* refused : {"cnn", "conv", "pool"})
+    EXPECT_EQ(help.out.find(refused), std::string::npos) << "--help offers '" << refused << "':\n" << help.out;
+
+  // A CNN's model file as stage 02 writes it (the refusal comes before its tensors are looked at).
+  ModelFile cnn;
+  cnn.arch = "conv8k5,relu,pool2,flatten,fc10";
+  cnn.input = Shape3{1, 28, 28};
+  cnn.classes = 10;
+  cnn.stage = "02_conv_pool";
+  cnn.tensors.push_back({"conv1.weight", Tensor(std::vector<int>{8, 1, 5, 5})});
+  const std::string file = (dir / "cnn.bin").string();
+  save_model(file, cnn);
+  const Finished load = run_trainer_binary(dir, "load", {"--dataset", "synthetic", "--load", file, "--evaluate",
+                                                         "--no-progress"});
+  EXPECT_EQ(load.code, 1) << load.out << load.err;
+  EXPECT_CONTAINS(load.err, "which stage 01_fc_softmax cannot run: it has conv, pool and flatten layers");
+  EXPECT_EQ(load.err.find("pass the --model"), std::string::npos) << load.err;
 }
 
 }  // namespace

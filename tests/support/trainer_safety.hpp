@@ -195,7 +195,7 @@ inline void expect_huge_learning_rate_stops_with_exit_code_4(const TrainerBinary
   ASSERT_EQ(r.code, kExitDiverged) << r.out << r.err;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.err, m, std::regex("loss is (NaN|Inf) at epoch 1, step ([0-9]+) of ([0-9]+): the run "
-                                                     "diverged; try a smaller --lr, e.g. 100000 \\(now 1e\\+06\\)")))
+                                                     "diverged; try a smaller --lr, e.g. 0.02 \\(the default\\) \\(now 1e\\+06\\)")))
       << r.err;
   const int step = std::stoi(m[2]), steps = std::stoi(m[3]);
   std::smatch s;
