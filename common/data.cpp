@@ -512,12 +512,25 @@ bool find_all(const std::string& dir, const std::vector<std::string>& files, boo
   return missing->empty();
 }
 
-/// The error for a --data-dir that does not hold the data set.
+/// What is wrong with `dir` as a folder to read from: "" when it is one, else "does not exist", "is a
+/// file, not a folder" (--data-dir /etc/passwd), or why it cannot be looked at (no permission).
+std::string folder_problem(const std::string& dir) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  if (st.type() == fs::file_type::directory) return "";
+  if (st.type() == fs::file_type::not_found) return "does not exist";
+  if (ec) return "cannot be read (" + ec.message() + ")";
+  return st.type() == fs::file_type::regular ? "is a file, not a folder" : "is not a folder";
+}
+
+/// The error for a --data-dir that does not hold the data set: first whether it is a folder at all.
 DataError not_in_data_dir(const std::string& name, const std::string& dir,
                           const std::vector<std::string>& missing) {
-  std::error_code ec;
-  const std::string where = fs::is_directory(dir, ec) ? dir : dir + " (the folder does not exist)";
-  return DataError(name + " not found in --data-dir " + where + ": looked for " + join(missing, ", "));
+  const std::string problem = folder_problem(dir);
+  if (!problem.empty())
+    return DataError("--data-dir " + dir + " " + problem + ": " + name + " is read from a folder that holds " +
+                     join(missing, ", "));
+  return DataError(name + " not found in --data-dir " + dir + ": looked for " + join(missing, ", "));
 }
 
 std::string count_note(const DataSplit& s, const std::string& what) {

@@ -30,6 +30,7 @@ using course::DataOptions;
 using course::Dataset;
 using course::Shape3;
 using testing::HasSubstr;
+using testing::Not;
 
 namespace {
 
@@ -546,6 +547,22 @@ TEST(DataLoad, MissingDataDirIsAnError) {
   EXPECT_THAT(msg, HasSubstr(dir.str()));
   EXPECT_THAT(msg, HasSubstr("train-images-idx3-ubyte"));
   EXPECT_THAT(msg, HasSubstr("t10k-labels-idx1-ubyte"));
+}
+
+// --data-dir naming a file (--data-dir /etc/passwd) is not "a folder that does not exist": the message says
+// what the path is, for every data set read from a folder.
+TEST(DataLoad, DataDirThatIsAFileIsSaidToBeAFile) {
+  TempDir dir;
+  const std::string file = dir.file("passwd");
+  std::ofstream(file) << "root:x:0:0::/root:/bin/sh\n";
+  for (const std::string name : {"fashion-mnist", "mnist", "cifar10", "csv"}) {
+    DataOptions o;
+    o.dataset = name;
+    o.data_dir = file;
+    const std::string msg = error_of<DataError>([&] { course::load_data(o); });
+    EXPECT_THAT(msg, HasSubstr("--data-dir " + file + " is a file, not a folder")) << name << ": " << msg;
+    EXPECT_THAT(msg, Not(HasSubstr("does not exist"))) << name << ": " << msg;
+  }
 }
 
 TEST(DataLoad, FallsBackToSyntheticWhenNothingIsFound) {
