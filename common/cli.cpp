@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ostream>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -125,33 +126,49 @@ CLI::Validator image_size() {
       "");
 }
 
-// Like CLI::IsMember, but the message lists the choices in words.
-CLI::Validator one_of(std::vector<std::string> choices, const std::string& what) {
-  const std::string shown = "{" + join(choices, ",") + "}";
+// Like CLI::IsMember, but the message lists the choices in words. `offered`, when given, is the part of
+// `choices` that --help shows and a wrong word is told to choose from (the rest is accepted all the same).
+CLI::Validator one_of(std::vector<std::string> choices, const std::string& what,
+                      std::vector<std::string> offered = {}) {
+  if (offered.empty()) offered = choices;
+  const std::string shown = "{" + join(offered, ",") + "}";
   return CLI::Validator(
-      [choices, what](std::string& text) -> std::string {
+      [choices, offered, what](std::string& text) -> std::string {
         for (const auto& c : choices)
           if (c == text) return "";
-        return "'" + text + "' is not a known " + what + " (choose from " + join(choices, ", ") + ")";
+        return "'" + text + "' is not a known " + what + " (choose from " + join(offered, ", ") + ")";
       },
       shown);
 }
 
-std::string examples(const std::string& program) {
-  const std::vector<std::pair<std::string, std::string>> lines = {
-      {"", "train the MLP on Fashion-MNIST"},
-      {"-m cnn --epochs 5 --save cnn.bin", "train the CNN, save it"},
-      {"-m cnn --load cnn.bin --evaluate", "evaluate the saved CNN"},
-      {"--layers 784,128:tanh,10", "an MLP by its sizes"},
-      {"--arch conv8k5,relu,pool2,fc10", "a custom model"},
-      {"--dataset synthetic --json run.json", "no data needed; JSON out"},
-      {"-m cnn --resize 40 --channels 3 --limit 2000", "Fashion-MNIST as 3x40x40 pictures"},
+// The footer's examples. A dense-only stage's show its MLP where the others' show the CNN: an example is
+// a command the stage runs.
+std::string examples(const std::string& program, bool dense_only) {
+  const std::vector<std::pair<std::string, std::string>> model_lines =
+      dense_only ? std::vector<std::pair<std::string, std::string>>{
+                       {"--epochs 5 --save mlp.bin", "train the MLP, save it"},
+                       {"--load mlp.bin --evaluate", "evaluate the saved MLP"},
+                       {"--layers 784,128:tanh,10", "an MLP by its sizes"},
+                       {"--arch fc128,tanh,fc64,relu,fc10", "a custom model"},
+                       {"--dataset synthetic --json run.json", "no data needed; JSON out"},
+                       {"--resize 40 --channels 3 --limit 2000", "Fashion-MNIST as 3x40x40 pictures"}}
+                 : std::vector<std::pair<std::string, std::string>>{
+                       {"-m cnn --epochs 5 --save cnn.bin", "train the CNN, save it"},
+                       {"-m cnn --load cnn.bin --evaluate", "evaluate the saved CNN"},
+                       {"--layers 784,128:tanh,10", "an MLP by its sizes"},
+                       {"--arch conv8k5,relu,pool2,fc10", "a custom model"},
+                       {"--dataset synthetic --json run.json", "no data needed; JSON out"},
+                       {"-m cnn --resize 40 --channels 3 --limit 2000", "Fashion-MNIST as 3x40x40 pictures"}};
+  std::vector<std::pair<std::string, std::string>> lines = {{"", "train the MLP on Fashion-MNIST"}};
+  lines.insert(lines.end(), model_lines.begin(), model_lines.end());
+  const std::vector<std::pair<std::string, std::string>> rest = {
       {"--dataset folder --data-dir pics --resize 32", "train/<class>/ and test/<class>/ of PNG/JPEG"},
       {"--val-fraction 0.1", "hold out 10% for validation"},
       {"--dataset csv --data-dir tab --loss mse --output sigmoid", "sigmoid outputs, MSE (and MAE)"},
       {"--epochs 20 --checkpoint-every 1 --checkpoint run.ckpt", "a checkpoint after every epoch"},
       {"--epochs 20 --resume run.ckpt", "continue a stopped run"},
   };
+  lines.insert(lines.end(), rest.begin(), rest.end());
   std::size_t width = 0;
   for (const auto& l : lines) width = std::max(width, program.size() + 1 + l.first.size());
   std::string text = "Examples:\n";
@@ -172,21 +189,66 @@ std::string base_name(const std::string& path) {
 
 }  // namespace
 
+std::string stage_cannot_run(const StageInfo& stage, const std::string& spec) {
+  if (!stage.dense_only) return "";
+  Arch arch;
+  try {
+    arch = parse_arch(spec);
+  } catch (const std::invalid_argument&) {
+    return "";
+  }
+  std::vector<std::string> kinds;
+  auto note = [&kinds](const std::string& kind) {
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+  };
+  for (const LayerSpec& l : arch.layers) {
+    if (l.kind == LayerKind::Conv) note("conv");
+    if (is_pool(l.kind)) note("pool");
+    if (l.kind == LayerKind::Flatten) note("flatten");
+  }
+  if (kinds.empty()) return "";
+  std::string listed;
+  for (std::size_t i = 0; i < kinds.size(); ++i)
+    listed += (i == 0 ? "" : i + 1 == kinds.size() ? " and " : ", ") + kinds[i];
+  return "it has " + listed + " layers, and stage " + stage.id + " has dense layers and activations only";
+}
+
+std::vector<std::string> stage_models(const StageInfo& stage) {
+  std::vector<std::string> names;
+  for (const std::string& name : named_models())
+    if (stage_cannot_run(stage, named_model_spec(name)).empty()) names.push_back(name);
+  return names;
+}
+
+std::string model_file_refusal(const StageInfo& stage, const std::string& path, const std::string& arch,
+                               const std::string& saved_by) {
+  const std::string why = stage_cannot_run(stage, arch);
+  if (why.empty()) return "";
+  return path + " holds architecture '" + arch + "'" + (saved_by.empty() ? "" : " (saved by stage " + saved_by + ")") +
+         ", which stage " + stage.id + " cannot run: " + why +
+         "; use it with the trainer of a stage that has those layers (stage 02 and later)";
+}
+
 void configure_trainer_app(CLI::App& app, TrainerOptions& o, const StageInfo& stage, const std::string& program) {
   app.name(program);
   app.description((stage.title.empty() ? "Stage " + stage.id : stage.title + " [" + stage.id + "]") +
                   "\nTrains a model on a data set and reports loss, accuracy and speed per epoch,"
                   " then per-class precision, recall, F1 and the confusion matrix.");
-  app.footer(examples(program));
+  app.footer(examples(program, stage.dense_only));
   app.get_formatter()->column_width(34);
   // A repeated flag takes its last value, so a script can append overrides to a command.
   app.option_defaults()->always_capture_default()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
   // ---- the model
+  // A dense-only stage offers only the models it runs. It still parses the others, so that `-m cnn` reaches
+  // its engine, which refuses it with the reason (and "cannot run", which tools/compare.py reads).
   app.add_option("-m,--model", o.model, "Named model (the lessons say what each is)")
-                    ->check(one_of(named_models(), "model"))
+                    ->check(one_of(named_models(), "model", stage_models(stage)))
                     ->type_name("NAME");
-  auto* arch = app.add_option("--arch", o.arch, "Custom spec, e.g. conv8k3p1,relu,pool2,fc10 (overrides --model)")
+  auto* arch = app.add_option("--arch", o.arch,
+                              std::string("Custom spec, e.g. ") +
+                                  (stage.dense_only ? "fc128,relu,fc10" : "conv8k3p1,relu,pool2,fc10") +
+                                  " (overrides --model)")
                    ->type_name("SPEC");
   auto* layers = app.add_option("--layers", o.layers, "MLP by its sizes, input first: 784,256,128,10 (or 256:tanh)")
                      ->type_name("SIZES");

@@ -7,6 +7,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -55,7 +56,25 @@ struct StageInfo {
   std::string id;            ///< the stage folder, e.g. "01_fc_softmax"
   std::string title;         ///< one line, e.g. "dense layers and softmax on the CPU"
   bool has_threads = false;  ///< true for CPU stages that take --threads
+  /// true for a stage of dense layers and activations only (stage 01): its --help offers no model with conv,
+  /// pool or flatten layers, and a model file of one is refused as such (course::stage_cannot_run).
+  bool dense_only = false;
 };
+
+/// Why `stage` cannot run the architecture `spec` (a spec string, as a model file records it), or "" when
+/// it can as far as its layers go: a dense-only stage cannot run conv, pool or flatten layers ("it has conv
+/// and pool layers, and stage 01_fc_softmax has dense layers and activations only"). A spec that does not
+/// parse is the model file's or the engine's to reject: "".
+std::string stage_cannot_run(const StageInfo& stage, const std::string& spec);
+
+/// The named models (course::named_models()) whose layers `stage` can run: what its --help offers.
+std::vector<std::string> stage_models(const StageInfo& stage);
+
+/// The error of --load or --resume FILE when FILE holds an architecture `arch` (saved by stage `saved_by`,
+/// "" when unknown) whose layers `stage` cannot run, or "" when it can. Said instead of the usual advice
+/// to pass the --model/--arch the file was trained with, which this stage would refuse in turn.
+std::string model_file_refusal(const StageInfo& stage, const std::string& path, const std::string& arch,
+                               const std::string& saved_by);
 
 /// Adds every shared flag to `app`, bound to `options` (whose current values
 /// become the defaults shown by --help), with its checks: --epochs at least 0

@@ -218,6 +218,8 @@ void load_saved_model(Run& run) {
   Engine& engine = *run.engine;
   if (o.load.empty()) return;
   ModelFile model = load_model(o.load);
+  if (const std::string refusal = model_file_refusal(run.stage, o.load, model.arch, model.stage); !refusal.empty())
+    throw ModelFileError(refusal);
   check_model_matches(model, run.spec, train.shape, train.classes, o.load);
   check_tensors_match(model.tensors, engine.get_parameters(), o.load, run.stage, "parameters");
   engine.set_parameters(model.tensors);
@@ -291,6 +293,9 @@ void resume_from_checkpoint(Run& run) {
   Engine& engine = *run.engine;
   json& results = run.results;
   const Checkpoint& c = *run.resumed;
+  if (const std::string refusal = model_file_refusal(run.stage, o.resume, c.model.arch, c.model.stage);
+      !refusal.empty())
+    throw ModelFileError(refusal);
   check_model_matches(c.model, run.spec, train.shape, train.classes, o.resume);
   check_tensors_match(c.model.tensors, engine.get_parameters(), o.resume, run.stage, "parameters");
   check_tensors_match(c.optimizer, optimizer_state_or_usage_error(engine, run.stage, "--resume"), o.resume, run.stage,

@@ -6,7 +6,9 @@
 #include "common/trainer.hpp"
 
 int main(int argc, char** argv) {
-  const course::StageInfo stage{"01_fc_softmax", "dense layers and softmax cross-entropy, one CPU thread"};
+  // Dense layers only: --help offers no CNN, and a CNN's model file is refused as one.
+  const course::StageInfo stage{"01_fc_softmax", "dense layers and softmax cross-entropy, one CPU thread",
+                                /*has_threads=*/false, /*dense_only=*/true};
   return course::run_trainer(argc, argv, stage, [](const course::EngineConfig& cfg) {
     return std::make_unique<course::CpuEngine>(cfg);
   });

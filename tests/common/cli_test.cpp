@@ -131,6 +131,45 @@ TEST(Cli, HelpExitsZeroAndListsTheFlags) {
   EXPECT_EQ(p.out.find("--threads"), std::string::npos) << "a one-thread stage has no --threads";
 }
 
+// A stage of dense layers only (stage 01) offers no model, spec or example it would refuse: no CNN in the
+// model list, no conv layer in the --arch example, no `-m cnn` among the examples.
+TEST(Cli, DenseOnlyStageOffersNoConvLayers) {
+  const StageInfo dense{"01_fc_softmax", "dense layers on the CPU", false, /*dense_only=*/true};
+  const Parsed p = parse({"--help"}, dense);
+  ASSERT_TRUE(p.code.has_value());
+  EXPECT_EQ(*p.code, 0);
+  EXPECT_CONTAINS(p.out, "-m,--model NAME:{mlp}=mlp");
+  EXPECT_CONTAINS(p.out, "Examples:");
+  for (const char* refused : {"cnn", "conv", "pool", "m0", "m4"})
+    EXPECT_EQ(p.out.find(refused), std::string::npos) << "--help offers '" << refused << "':\n" << p.out;
+  EXPECT_CONTAINS(p.out, "--arch fc128,tanh,fc64,relu,fc10");
+  EXPECT_CONTAINS(p.out, "--load mlp.bin --evaluate");
+  // A wrong word is told to choose from what the stage runs; `-m cnn` still parses, for the engine to
+  // refuse with its reason.
+  const Parsed typo = parse({"-m", "cnnn"}, dense);
+  ASSERT_TRUE(typo.code.has_value());
+  EXPECT_CONTAINS(typo.err, "'cnnn' is not a known model (choose from mlp)");
+  EXPECT_FALSE(parse({"-m", "cnn"}, dense).code.has_value());
+  EXPECT_EQ(stage_models(dense), (std::vector<std::string>{"mlp"}));
+  EXPECT_EQ(stage_models(kCpuStage), named_models()) << "a stage with conv layers offers every model";
+}
+
+TEST(Cli, WhatADenseOnlyStageCannotRun) {
+  const StageInfo dense{"01_fc_softmax", "dense layers on the CPU", false, /*dense_only=*/true};
+  EXPECT_EQ(stage_cannot_run(dense, "fc256,relu,fc10"), "");
+  EXPECT_EQ(stage_cannot_run(dense, "conv8k5,relu,pool2,flatten,fc10"),
+            "it has conv, pool and flatten layers, and stage 01_fc_softmax has dense layers and activations only");
+  EXPECT_EQ(stage_cannot_run(dense, "avgpool2,fc10"),
+            "it has pool layers, and stage 01_fc_softmax has dense layers and activations only");
+  EXPECT_EQ(stage_cannot_run(kCpuStage, "conv8k5,relu,pool2,fc10"), "") << "not a dense-only stage";
+  EXPECT_EQ(stage_cannot_run(dense, "not a spec"), "") << "a bad spec is for the parser to reject";
+  EXPECT_EQ(model_file_refusal(dense, "m.bin", "fc10", "01_fc_softmax"), "");
+  const std::string refusal = model_file_refusal(dense, "cnn.bin", "conv8k5,relu,pool2,fc10", "02_conv_pool");
+  EXPECT_CONTAINS(refusal, "cnn.bin holds architecture 'conv8k5,relu,pool2,fc10' (saved by stage 02_conv_pool), "
+                           "which stage 01_fc_softmax cannot run: it has conv and pool layers");
+  EXPECT_EQ(refusal.find("--model"), std::string::npos) << refusal;
+}
+
 TEST(Cli, ThreadsOnlyWhereTheStageHasThem) {
   expect_usage_error({"--threads", "4"}, "--threads");
   Parsed p = parse({"--threads", "4"}, kThreadedStage);

@@ -409,6 +409,28 @@ TEST(Trainer, LoadingAnotherArchitectureIsRefused) {
   EXPECT_CONTAINS(r.err, "this run builds 'conv16k3p1,relu,pool2,conv32k3p1,relu,pool2,flatten,fc100,relu,fc10'");
 }
 
+// A dense-only stage (stage 01) given a CNN's model file says that it cannot run that model, instead of
+// advising the --model/--arch the file was trained with, which it would refuse next.
+TEST(Trainer, DenseOnlyStageRefusesAConvModelFileAsSuch) {
+  const fs::path dir = fresh_dir();
+  const std::string model = (dir / "cnn.bin").string();
+  Record trained;
+  const StageInfo conv_stage{"02_conv_pool", "conv layers on the CPU", false};
+  ASSERT_EQ(run(quick({"-m", "cnn", "--save", model}), fake_factory(&trained), conv_stage).code, 0);
+  const StageInfo dense{"01_fc_softmax", "dense layers on the CPU", false, /*dense_only=*/true};
+  for (const std::string flag : {"--evaluate", "--epochs"}) {
+    Record rec;
+    std::vector<std::string> args = {"--load", model};
+    if (flag == "--evaluate") args.push_back(flag);
+    const RunResult r = run(quick(args), fake_factory(&rec), dense);
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_CONTAINS(r.err, model + " holds architecture 'conv16k3p1,relu,pool2,conv32k3p1,relu,pool2,flatten,fc100,"
+                                   "relu,fc10' (saved by stage 02_conv_pool), which stage 01_fc_softmax cannot run: "
+                                   "it has conv, pool and flatten layers");
+    EXPECT_EQ(r.err.find("pass the --model"), std::string::npos) << r.err;
+  }
+}
+
 TEST(Trainer, LoadingAMissingFileIsADataError) {
   Record rec;
   const std::string missing = (fresh_dir() / "missing.bin").string();
