@@ -182,15 +182,17 @@ def header_lines(info, args, command, date, what):
              f"command: {command}"]
     if info.get("peer"):
         lines.append(f"peer:    {peers.describe(info['peer'])}")
-    warning = machine.load_warning(info.get("load_average_at_start"), info.get("cores") or 1)
+    warning = machine.info_busy_warning(info)
     return lines + ([warning] if warning else []) + [""]
 
 
-def machine_now(args, gpu, load_at_start):
+def machine_now(args, gpu, load_at_start, watch):
+    """machine_info() at the end of a run, with the load averages and what the other programs used meanwhile
+    (`watch`, a machine.CpuWatch started with the run: the busy check)."""
     info = machine.machine_info(ROOT, args.build_dir, gpu)
     info["load_average_at_start"] = load_at_start
     info["load_average_at_end"] = machine.load_average()
-    return info
+    return watch.record(info)
 
 
 def common_settings(args):
@@ -220,7 +222,7 @@ def left_out_reason(args):
 
 def compare(args, command, date):
     jobs = comparison_jobs(args)
-    load = machine.load_average()
+    load, watch = machine.load_average(), machine.CpuWatch()
     why = left_out_reason(args)
     runs = [left_out_row(stage, model, why) for stage, model, variant in jobs if why and stage.gpu]
     for r, (stage, model, variant) in zip(runs, [j for j in jobs if why and j[0].gpu]):
@@ -251,7 +253,7 @@ def compare(args, command, date):
             progress=lambda r: progress(next(counter), len(peers.PYTORCH_ROWS) * len(args.model_list), r))
         runs += peer_runs
     rows = table.order_rows(table.compute_speedups(runs), args.model_list)
-    info = machine_now(args, gpu_of(runs), load)
+    info = machine_now(args, gpu_of(runs), load, watch)
     if peer_info is not None:
         info["peer"] = peer_info
     print()
@@ -299,7 +301,7 @@ def sweep_threads(args, command, date):
     jobs = [(m, mode, n) for m in args.model_list for mode in modes for n in counts]
     print(f"stage 03 thread sweep: {len(jobs)} runs at threads {counts}, plus stage 02 per model", flush=True)
     baselines, runs = {}, []
-    load = machine.load_average()
+    load, watch = machine.load_average(), machine.CpuWatch()
     total = len(jobs) + len(args.model_list)
     i = 0
     for model in args.model_list:
@@ -320,7 +322,7 @@ def sweep_threads(args, command, date):
         print(f"  --parallel {mode} --threads {n}:", end=" ")
         progress(i, total, run)
     summary = sweeps.thread_sweep_summary(runs, baselines)
-    info = machine_now(args, None, load)
+    info = machine_now(args, None, load, watch)
     print()
     print(sweeps.format_thread_table(summary, baselines, header_lines(
         info, args, command, date, f"Stage 03 thread sweep ({args.dataset}, batch {args.batch}, seed {args.seed})")))
@@ -343,18 +345,18 @@ def sweep_matmul(args, command, date):
     kernels against cuBLAS, then stage 07's in FP32, TF32 and BF16, each against cuBLAS of its precision."""
     by_id = {s.id: s for s in all_stages(ROOT)}
     print(f"stage 04 matmul sweep ({sweeps.SWEEP_BINARY})", flush=True)
-    load = machine.load_average()
+    load, watch = machine.load_average(), machine.CpuWatch()
     result = sweeps.run_matmul_sweep(ROOT, args.build_dir, by_id["04_cuda_matmul"], args.out, sizes=args.size_list,
                                      mlp=args.course_gemms, timeout=args.timeout)
-    rc = matmul_sweep_files(args, command, date, load, result, name="sweep_matmul", title="Stage 04 matmul sweep",
+    rc = matmul_sweep_files(args, command, date, load, watch, result, name="sweep_matmul", title="Stage 04 matmul sweep",
                             what="stage 04 matmul GFLOP/s by size and kernel, against cuBLAS",
                             table=sweeps.format_matmul_table, to_csv=sweeps.matmul_csv, to_svg=sweeps.matmul_svg)
     print(f"\nstage 07 matmul sweep ({sweeps.FAST_SWEEP_BINARY} --roofline)", flush=True)
-    load = machine.load_average()
+    load, watch = machine.load_average(), machine.CpuWatch()
     result = sweeps.run_fast_gemm_sweep(ROOT, args.build_dir, by_id["07_fast_gemm"], args.out, sizes=args.size_list,
                                         course=args.course_gemms, timeout=args.timeout)
     rc |= matmul_sweep_files(
-        args, command, date, load, result, name="sweep_fast_gemm",
+        args, command, date, load, watch, result, name="sweep_fast_gemm",
         title="Stage 07 matmul sweep, each kernel against cuBLAS of its own precision",
         what="stage 07 matmul GFLOP/s by size, kernel and precision (FP32, TF32, BF16), each against cuBLAS of the "
              "same precision; the GPU's ceilings measured first",
@@ -364,11 +366,12 @@ def sweep_matmul(args, command, date):
     return rc
 
 
-def matmul_sweep_files(args, command, date, load, result, *, name, title, what, table, to_csv, to_svg, extra=None):
+def matmul_sweep_files(args, command, date, load, watch, result, *, name, title, what, table, to_csv, to_svg, extra=None):
     """Prints one matmul sweep's table and writes NAME.json (always: the status and the reason), NAME.csv
     and NAME.svg (when it has rows). 1 when the sweep failed or a kernel was wrong."""
     gpu = sweeps.sweep_gpu(result["output"])
-    info = machine_now(args, gpu or (f"none ({result['reason']})" if result["status"] == "skipped" else None), load)
+    info = machine_now(args, gpu or (f"none ({result['reason']})" if result["status"] == "skipped" else None), load,
+                       watch)
     args.out.mkdir(parents=True, exist_ok=True)
     payload = {"what": what, "date": date, "command": command, "machine": info, "status": result["status"],
                "reason": result["reason"], "sweep_command": result["command"], **(extra or {}), "rows": result["rows"]}

@@ -143,11 +143,11 @@ def shown_path(path):
         return str(path)
 
 
-def machine_now(args, gpu_text, load):
+def machine_now(args, gpu_text, load, watch):
     info = machine.machine_info(ROOT, shown_path(args.build_dir), gpu_text)
     info["load_average_at_start"] = load
     info["load_average_at_end"] = machine.load_average()
-    return info
+    return watch.record(info)   # what other programs used during the experiment: the busy check
 
 
 def gpu_text(payload, found):
@@ -232,14 +232,14 @@ def main(argv=None):
     done, failed = {}, False
     for exp in args.only_list:
         print(f"\n== {doc.TITLES[exp]}", flush=True)
-        load = machine.load_average()
+        load, watch = machine.load_average(), machine.CpuWatch()
         date = machine.now()
         result = run_experiment(exp, args, ctx, stages, cores, done)
         payload = {"experiment": exp, "title": doc.TITLES[exp], "date": date, "command": command,
                    "settings": {"dataset": args.dataset, "seed": args.seed, "images": args.images,
                                 "cpu_epochs": args.cpu_epochs, "gpu_epochs": args.gpu_epochs, "quick": args.quick},
                    **result}
-        payload["machine"] = machine_now(args, gpu_text(payload, found), load)
+        payload["machine"] = machine_now(args, gpu_text(payload, found), load, watch)
         payload.setdefault("status", "ok" if all(r.get("status") == "ok" for r in payload.get("rows", [])) else
                            ("skipped" if not any(r.get("status") == "ok" for r in payload.get("rows", []))
                             else "partial"))

@@ -54,7 +54,8 @@ def race(stage, indent="  "):
             return False
     out_dir = common.build_dir() / "course" / "trainers"
     runs = {"exercise": [], "solution": []}
-    load = machine.load_average()
+    # Watched from here, after both builds: what the build just did is not other programs' load.
+    watch = machine.CpuWatch()
     for _ in range(ROUNDS):  # alternated, so that a burst of other work slows both alike
         for track in ("exercise", "solution"):
             r = run_stage(common.ROOT, common.build_dir(), info, model, out_dir=out_dir, epochs=1, batch=BATCH,
@@ -62,6 +63,7 @@ def race(stage, indent="  "):
             runs[track].append(r)
             if r.status != "ok":
                 break
+    others, watched = watch.other_cores()
     mine, ref = (min(rs, key=lambda r: (r.status != "ok", r.seconds_per_epoch)) for rs in runs.values())
     data = "the synthetic set" if mine.synthetic or ref.synthetic else (mine.dataset or ref.dataset or DATASET)
     print(f"{indent}your trainer against the reference, the same work: {model}, {data}, the first {images:,} "
@@ -79,7 +81,7 @@ def race(stage, indent="  "):
             if mine.scaled else ""
         print(f"{indent}  yours / reference: {ratio:.2f}x the time per epoch ({scaled}training only, not the test "
               "pass; the accuracies are after those images)")
-        warning = machine.load_warning(load, machine.usable_cores())
+        warning = machine.busy_warning(others, machine.usable_cores(), watched)
         if warning:
             print(f"{indent}  {warning}")
     print(f"{indent}  the whole comparison of your trainers: tools/course compare --track exercise")

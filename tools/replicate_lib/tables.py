@@ -75,6 +75,9 @@ def header(payload):
         end = info.get("load_average_at_end")
         lines.append(f"- Load average (1 min) at the start {load:g}, at the end "
                      f"{'?' if end is None else format(end, 'g')}, on {info.get('cores')} cores.")
+    if info.get("other_cores_during") is not None:
+        lines.append(f"- Other programs kept {info['other_cores_during']:g} cores busy on average during the run "
+                     f"({info.get('watched_seconds', '?')} s).")
     lines.append(f"- Date: {payload.get('date', '?')}. Build: {info.get('build_dir', '?')} "
                  f"({info.get('build_type') or '?'}, git {info.get('git') or '?'}).")
     lines.append(f"- Command: `{payload.get('command', '?')}`")

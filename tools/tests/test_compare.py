@@ -882,6 +882,9 @@ class EndToEnd(unittest.TestCase):
             self.assertEqual(by[("01_fc_softmax", "cnn")]["status"], "n/a")
             data = json.loads((Path(out) / "compare.json").read_text())
             self.assertEqual(data["machine"]["cores"] > 0, True)
+            # What the busy check and the machine line read: the CPU's vector width and what other programs used.
+            self.assertIn("cpu_vector", data["machine"])
+            self.assertIn("other_cores_during", data["machine"])
             self.assertIn("--limit 500", data["command"])
             root = ET.fromstring((Path(out) / "compare.svg").read_bytes())
             bars = [e for e in root.iter(SVG_NS + "rect") if e.get("class") == "bar"]

@@ -24,7 +24,7 @@ from compare_lib.runs import Run  # noqa: E402
 from replicate_lib import charts, doc, experiments, pooling, studies, tables  # noqa: E402
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
-MACHINE = {"cpu": "AMD EPYC", "cores": 2, "memory_gib": 23.5, "os": "Debian GNU/Linux 12 (bookworm)",
+MACHINE = {"cpu": "AMD EPYC", "cpu_family": "25", "cpu_model_number": "1", "cpu_vector": "AVX2", "cores": 2, "memory_gib": 23.5, "os": "Debian GNU/Linux 12 (bookworm)",
            "gpu": "none (no usable GPU)", "build_dir": "build/ci", "build_type": "Release", "git": "abc1234",
            "load_average_at_start": 0.5, "load_average_at_end": 0.7}
 
@@ -228,7 +228,7 @@ class Tables(unittest.TestCase):
             lines = tables.experiment_lines(exp, p)
             text = "\n".join(lines)
             markdown_tables_are_whole(lines, self)
-            self.assertIn("- Measured on: AMD EPYC, 2 cores", text, exp)
+            self.assertIn("- Measured on: AMD EPYC (family 25, model 1; AVX2), 2 cores", text, exp)
             self.assertIn("- Command: `python3 tools/replicate.py`", text, exp)
         e1 = "\n".join(tables.e1(canned["e1"]))
         self.assertIn("101 s; 12.76 s on 8 thr (7.92x, p = 0.998)", e1)
