@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <numeric>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -151,6 +152,21 @@ EpochStats DataParallelEngine::train_epoch(const Dataset& train, int epoch, cons
   const std::vector<double> sums = sum_over_ranks_now(
       {mine.loss_sum, static_cast<double>(mine.correct), static_cast<double>(mine.seen), mine.abs_error_sum});
   return {sums[0], static_cast<long>(sums[1]), static_cast<long>(sums[2]), sums[3]};
+}
+
+std::string DataParallelEngine::warm_up(const Dataset& train) {
+  const ShardPlan plan(train.size(), global_.batch, world());
+  // Where the first step is short, some rank has a slice of another size, or none: no pass on any rank.
+  if (plan.steps() == 0 || !plan.full(0)) return "";
+  std::vector<int> order(static_cast<std::size_t>(train.size()));
+  std::iota(order.begin(), order.end(), 0);
+  local_->begin_epoch_in_order(train, plan.rank_order(order, rank()));
+  set_weight(plan.weight(0, rank()));
+  const std::string passes = local_->warm_up_begun_epoch();
+  local_->end_epoch();  // the sums of no step: nothing is counted
+  count_progress();
+  return "the training set uploaded, each batch size prepared (the step's own setup), " + passes +
+         (world() > 1 ? " (the all-reduce's too)" : "");
 }
 
 const Dataset& DataParallelEngine::evaluation_slice(const Dataset& data) {

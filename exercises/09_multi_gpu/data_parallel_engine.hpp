@@ -70,6 +70,9 @@ class DataParallelEngine : public Engine, private GradientSync {
   /// "2 x NVIDIA H100 80GB HBM3 (sm_90)": the GPUs of the run.
   std::string device() const override;
   void set_learning_rate(double lr) override { local_->set_learning_rate(lr); }
+  /// Every rank warms its engine up on its slices of the set's own order, the sync's hooks included
+  /// in the full step's pass (GpuEngine::warm_up_begun_epoch), at the same point on every rank.
+  std::string warm_up(const Dataset& train) override;
   /// Every rank trains its slice of every step; the stats are summed over the ranks.
   EpochStats train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) override;
   /// Each rank evaluates a slice; the stats and the predictions are gathered on every rank.
