@@ -368,9 +368,13 @@ std::string same_error_where_wrong(const Evidence& ev) {
     if (std::isnan(d)) d = diff;
     if (!std::isfinite(diff) || std::fabs(diff - d) > 1e-6 * std::max(std::fabs(d), 1e-12)) return "";
   }
-  char buf[200];
-  std::snprintf(buf, sizeof buf, "%s - %s = %.6g at each wrong entry: one constant term left out or added there",
-                ev.words.actual.c_str(), ev.words.expected.c_str(), d);
+  // 1/B said as such: a label's -1/B left out of a softmax gradient is the likeliest such term.
+  const double whole = std::round(1 / std::fabs(d));
+  const std::string as_fraction =
+      whole >= 2 && std::fabs(1 / std::fabs(d) - whole) < 1e-4 * whole ? " (= " + factor_string(d) + ")" : "";
+  char buf[240];
+  std::snprintf(buf, sizeof buf, "%s - %s = %.6g%s at each wrong entry: one constant term left out or added there",
+                ev.words.actual.c_str(), ev.words.expected.c_str(), d, as_fraction.c_str());
   return buf;
 }
 

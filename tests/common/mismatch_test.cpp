@@ -183,6 +183,15 @@ TEST(Mismatch, NoInvertedMaskWhereTheSupportsOverlap) {
   EXPECT_FALSE(has(message(half, masked), "mask")) << message(half, masked);
 }
 
+// A softmax gradient without the label's -1/B: 1/B more at one entry of each row, said as 1/B.
+TEST(Mismatch, OneTermAtTheWrongEntriesSaidAsAFraction) {
+  const auto ref = reference();
+  auto got = ref;
+  for (int n = 0; n < 4; ++n) got[n * 5 + (3 * n + 1) % 5] += 0.25;
+  const std::string m = message(got, ref);
+  EXPECT_TRUE(has(m, "actual - expected = 0.25 (= 1/4) at each wrong entry: one constant term left out")) << m;
+}
+
 TEST(Mismatch, EntriesNeverWrittenAndWhere) {
   const auto ref = reference();
   auto got = ref;
