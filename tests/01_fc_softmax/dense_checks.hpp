@@ -4,6 +4,9 @@
 //
 //   forward(x, W, b, y, B, IN, OUT)           for float and double pointers
 //   backward(x, W, dy, dW, db, dx, B, IN, OUT) for double pointers (dx may be nullptr)
+//
+// The gradient checks of Task 1.4 differentiate the loss through `forward` (the lesson's: Task 1.4
+// then needs Task 1.1, and says so).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -79,17 +82,21 @@ void check_dense_forward_on_random_shapes(const Forward& forward) {
   }
 }
 
-/// dW, db and dX of `backward` on a batch of B examples against central differences of the
-/// reference forward (so Task 1.4 needs Task 1.4 alone), naming the slips whose gradients it knows.
-template <typename Backward>
-void check_dense_gradients(const Backward& backward, int B, int IN, int OUT) {
+/// dW, db and dX of `backward` on a batch of B examples against central differences of the loss
+/// through `forward`, naming the slips whose gradients it knows.
+template <typename Backward, typename Forward>
+void check_dense_gradients(const Backward& backward, const Forward& forward, int B, int IN, int OUT) {
   auto x = testkit::random_vector(std::size_t(B) * IN, 41);
   auto W = testkit::random_vector(std::size_t(OUT) * IN, 42);
   auto b = testkit::random_vector(std::size_t(OUT), 43);
   const auto r = testkit::random_vector(std::size_t(B) * OUT, 44);  // dL/dy
   std::vector<double> dW(W.size()), db(b.size()), dx(x.size());
   backward(x.data(), W.data(), r.data(), dW.data(), db.data(), dx.data(), B, IN, OUT);
-  auto loss = [&] { return testkit::weighted_sum(dense_reference(x.data(), W.data(), b.data(), B, IN, OUT), r); };
+  auto loss = [&] {
+    std::vector<double> y(std::size_t(B) * OUT);
+    forward(x.data(), W.data(), b.data(), y.data(), B, IN, OUT);
+    return testkit::weighted_sum(y, r);
+  };
   const std::string shape = " (B=" + std::to_string(B) + ", IN=" + std::to_string(IN) + ", OUT=" +
                             std::to_string(OUT) + ")";
   GradCheckOptions opt;
@@ -157,9 +164,10 @@ void check_dense_forward(const Forward& forward) {
   check_dense_forward_on_random_shapes(forward);
 }
 
-template <typename Backward>
-void check_dense_backward(const Backward& backward) {
-  for (const auto& s : {std::vector<int>{1, 1, 1}, {4, 7, 5}, {9, 50, 12}}) check_dense_gradients(backward, s[0], s[1], s[2]);
+template <typename Backward, typename Forward>
+void check_dense_backward(const Backward& backward, const Forward& forward) {
+  for (const auto& s : {std::vector<int>{1, 1, 1}, {4, 7, 5}, {9, 50, 12}})
+    check_dense_gradients(backward, forward, s[0], s[1], s[2]);
   check_dense_backward_overwrites(backward);
   check_dense_backward_without_dx(backward);
 }

@@ -54,7 +54,22 @@ void dense_bias_by_example(const T* x, const T* W, const T* b, T* y, int B, int 
     }
 }
 
-// ---- Task 1.4: dense backward ----------------------------------------------------------------
+// ---- Task 1.4: dense backward (its gradient checks differentiate through a right forward) ------
+
+template <typename T>
+void dense_forward_right(const T* x, const T* W, const T* b, T* y, int B, int IN, int OUT) {
+  for (int n = 0; n < B; ++n)
+    for (int o = 0; o < OUT; ++o) {
+      T acc = 0;
+      for (int i = 0; i < IN; ++i) acc += W[o * IN + i] * x[n * IN + i];
+      y[n * OUT + o] = acc + b[o];
+    }
+}
+
+template <typename Backward>
+void plant_dense_backward(const Backward& backward) {
+  check_dense_backward(backward, [](auto... a) { dense_forward_right(a...); });
+}
 
 // The learner's backward with one of its lines mutated, chosen by `slip`; the loops are the lesson's.
 enum class BackwardSlip { DWTransposed, DbOverwritten, DWOverwritten, DxWithW, NotZeroed };
@@ -365,11 +380,11 @@ TEST(Stage01_Slips, EveryListedSlipIsNamed) {
           {"xent_grad_no_label", [] { check_losses(GradientWithoutLabel{}); }},
           {"xent_grad_not_divided", [] { check_losses(GradientNotDivided{}); }},
           {"mse_over_rows", [] { check_losses(MseOverRows{}); }},
-          {"dW_transposed", [] { check_dense_backward(dense_backward_with<BackwardSlip::DWTransposed>); }},
-          {"db_overwritten", [] { check_dense_backward(dense_backward_with<BackwardSlip::DbOverwritten>); }},
-          {"dW_overwritten", [] { check_dense_backward(dense_backward_with<BackwardSlip::DWOverwritten>); }},
-          {"dx_W_not_transposed", [] { check_dense_backward(dense_backward_with<BackwardSlip::DxWithW>); }},
-          {"backward_not_zeroed", [] { check_dense_backward(dense_backward_with<BackwardSlip::NotZeroed>); }},
+          {"dW_transposed", [] { plant_dense_backward(dense_backward_with<BackwardSlip::DWTransposed>); }},
+          {"db_overwritten", [] { plant_dense_backward(dense_backward_with<BackwardSlip::DbOverwritten>); }},
+          {"dW_overwritten", [] { plant_dense_backward(dense_backward_with<BackwardSlip::DWOverwritten>); }},
+          {"dx_W_not_transposed", [] { plant_dense_backward(dense_backward_with<BackwardSlip::DxWithW>); }},
+          {"backward_not_zeroed", [] { plant_dense_backward(dense_backward_with<BackwardSlip::NotZeroed>); }},
           {"he_lecun", [] { check_he_init(he_init_with<HeSlip::LeCun>); }},
           {"he_variance", [] { check_he_init(he_init_with<HeSlip::Variance>); }},
           {"he_fan_out", [] { check_he_init(he_init_with<HeSlip::FanOut>); }},

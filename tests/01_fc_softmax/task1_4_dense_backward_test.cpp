@@ -10,11 +10,15 @@ using namespace course;
 namespace {
 const auto lesson_backward = [](const auto* x, const auto* W, const auto* dy, auto* dW, auto* db, auto* dx, int B,
                                 int IN, int OUT) { dense_backward(x, W, dy, dW, db, dx, B, IN, OUT); };
+const auto lesson_forward = [](const auto* x, const auto* W, const auto* b, auto* y, int B, int IN, int OUT) {
+  dense_forward(x, W, b, y, B, IN, OUT);
+};
+void check_gradients(int B, int IN, int OUT) { s01test::check_dense_gradients(lesson_backward, lesson_forward, B, IN, OUT); }
 }  // namespace
 
-TEST(Task1_4_DenseBackward, GradientCheckSmall) { s01test::check_dense_gradients(lesson_backward, 1, 1, 1); }
-TEST(Task1_4_DenseBackward, GradientCheckBatch) { s01test::check_dense_gradients(lesson_backward, 4, 7, 5); }
-TEST(Task1_4_DenseBackward, GradientCheckWide) { s01test::check_dense_gradients(lesson_backward, 9, 50, 12); }
+TEST(Task1_4_DenseBackward, GradientCheckSmall) { check_gradients(1, 1, 1); }
+TEST(Task1_4_DenseBackward, GradientCheckBatch) { check_gradients(4, 7, 5); }
+TEST(Task1_4_DenseBackward, GradientCheckWide) { check_gradients(9, 50, 12); }
 
 // Backward overwrites: stale values in the outputs must not leak in.
 TEST(Task1_4_DenseBackward, OverwritesGradients) { s01test::check_dense_backward_overwrites(lesson_backward); }
