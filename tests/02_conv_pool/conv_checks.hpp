@@ -26,10 +26,11 @@ namespace course::s02test {
 using reference::ConvCase;
 
 /// The conv cases every gradient check runs (conv_cases.hpp), in the order of the task's tests.
-inline const ConvCase* const kConvCases[] = {&reference::kK3Pad1NonSquare, &reference::kK3Pad0,       &reference::kK5Pad2,
-                                             &reference::kK3Pad2,          &reference::kK1,           &reference::kK1Stride2,
-                                             &reference::kK3Pad1Stride2,   &reference::kK5Pad1Stride2, &reference::kK5Pad2Stride2,
-                                             &reference::kK3Pad0Stride3};
+inline const ConvCase* const kConvCases[] = {
+    &reference::kK3Pad1NonSquare, &reference::kK3Pad0,         &reference::kK5Pad2,
+    &reference::kK3Pad2,          &reference::kK1,             &reference::kK1Stride2,
+    &reference::kK3Pad1Stride2,   &reference::kK5Pad1Stride2,  &reference::kK5Pad2Stride2,
+    &reference::kK3Pad0Stride3};
 
 // ---- Task 2.1 ---------------------------------------------------------------------------------
 
