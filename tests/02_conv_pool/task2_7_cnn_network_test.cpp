@@ -148,10 +148,11 @@ TEST(Task2_7_CnnNetwork, MlpMatchesStage01BitForBit) {
 }
 
 // Stage 01's training loop trains a CNN: on the synthetic set the loss falls
-// and the test accuracy rises well above chance (10%).
+// and the test accuracy rises well above chance (10%). Small pictures keep it quick
+// (a learner's save reruns it): 14x14 gave 97% after 3 epochs, the loss 2.27 -> 0.28.
 TEST(Task2_7_CnnTraining, LossFallsAndAccuracyRises) {
-  const Dataset train = make_synthetic(1024, {1, 28, 28}, 10, 1);
-  const Dataset test = make_synthetic(512, {1, 28, 28}, 10, 2);
+  const Dataset train = make_synthetic(512, {1, 14, 14}, 10, 1);
+  const Dataset test = make_synthetic(256, {1, 14, 14}, 10, 2);
   const EngineConfig cfg =
       testkit::sgd_config("conv8k3p1,relu,pool2,conv16k3p1,relu,pool2,flatten,fc10", train.shape, 32, 0.02);
   CpuEngine engine(cfg, make_cnn_layer<float>);

@@ -1,11 +1,9 @@
-// Task 3.2: the reduction of the shards' gradients and the one SGD step; then whole data-parallel
-// steps against stage 01 (MLP) and stage 02 (CNN). The reduction's checks live in
-// reduction_checks.hpp, shared with the slips catalog.
+// Task 3.2: the reduction of the shards' gradients and the one SGD step (whole data-parallel steps
+// are in task3_2_data_parallel_step_test.cpp, compiled beside this file). The reduction's checks live
+// in reduction_checks.hpp, shared with the slips catalog.
 #include <gtest/gtest.h>
 
-#include "01_fc_softmax/cpu_engine.hpp"
 #include "03_openmp/data_parallel.hpp"
-#include "03_openmp/omp_engine.hpp"
 #include "reduction_checks.hpp"
 
 using namespace course;
@@ -28,13 +26,3 @@ TEST(Task3_2_Reduction, EmptyShardsAreLeftOut) {
 }
 
 TEST(Task3_2_Reduction, OneReplicaIsPlainSgdBitForBit) { check_one_replica_is_plain_sgd(lesson); }
-
-// ---- whole steps: Tasks 3.1 and 3.2 together, through the engine ---------------------------
-
-TEST(Task3_2_DataParallelStep, MlpMatchesStage01) {
-  expect_step_matches_one_thread<DataParallelEngine>(named_model_spec("mlp"), make_dense_or_activation<float>);
-}
-
-TEST(Task3_2_DataParallelStep, CnnMatchesStage02) {
-  expect_step_matches_one_thread<DataParallelEngine>(named_model_spec("cnn"), make_cnn_layer<float>);
-}

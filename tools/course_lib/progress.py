@@ -69,9 +69,10 @@ def started(task):
 
 
 def test_programs(stage, to_run, stage_tasks, known):
-    """(the targets to build, {task: its test program}) to run the tests of `to_run`, tasks of `stage`: each
-    task's own program (common.task_target) where only some of the stage's tasks run and the build defines
-    them, so that a saved file recompiles those tasks' tests alone; else the stage's whole test program."""
+    """(the targets to build, {task: its test program}) to run the tests of `to_run`, tasks of `stage`, whose
+    tasks are `stage_tasks` (all of them: check 2.3 surveys its stage with that one task): each task's own
+    program (common.task_target) where only some of the stage's tasks run and the build defines them, so
+    that a saved file recompiles those tasks' tests alone; else the stage's whole test program."""
     own = {t: common.task_target(t, stage) for t in to_run}
     if len(to_run) < len(stage_tasks) and all(target in known for target in own.values()):
         return list(own.values()), {t: common.bin_path(target) for t, target in own.items()}
@@ -84,7 +85,8 @@ def survey(stages, *, run_untouched=True, recall=False, force=False, gpu_stages=
 
     run_untouched  run the tests of tasks not started (check and next do; progress does not): True, False, or
                    the set of stages where it does
-    recall         reuse a task's last result when its test program has not changed since (progress)
+    recall         reuse a task's last result when its test program has not changed since (progress): True,
+                   False, or the set of stages where it does (check recalls the stages that gate it)
     build_tests    build each stage's test program before running it (only what changed); without, a stage
                    whose test program was never built reads "not checked" (watch's progress line)
     force          check a stage even when the one before does not pass (check --force)
@@ -122,7 +124,7 @@ def survey(stages, *, run_untouched=True, recall=False, force=False, gpu_stages=
         everything = run_untouched if isinstance(run_untouched, bool) else stage in run_untouched
         to_run = [t for t in stage_tasks if everything or begun[t]]
         view.states = {t: "not started" for t in stage_tasks if t not in to_run}
-        targets, programs = test_programs(stage, to_run, stage_tasks, known)
+        targets, programs = test_programs(stage, to_run, tasks.all_tasks().get(stage, stage_tasks), known)
         if not build_tests:  # run what is built: a task's own program, else its stage's
             built = {t: next((p for p in (programs[t], results.exe_of(stage)) if p.exists()), None) for t in to_run}
             view.states.update({t: "not checked" for t in to_run if built[t] is None})
@@ -142,7 +144,8 @@ def survey(stages, *, run_untouched=True, recall=False, force=False, gpu_stages=
             for t in to_run:
                 exe = programs[t]
                 # A result is recalled from whichever program ran the task last, if it has not changed since.
-                r = ((results.recalled(exe, t) or results.recalled(results.exe_of(stage), t)) if recall else None) \
+                recalls = recall if isinstance(recall, bool) else stage in recall
+                r = ((results.recalled(exe, t) or results.recalled(results.exe_of(stage), t)) if recalls else None) \
                     or results.run_task(exe, t, stage)
                 view.results[t] = r
                 view.states[t] = {"pass": "pass", "skip": "needs a GPU"}.get(r.state, "fail")

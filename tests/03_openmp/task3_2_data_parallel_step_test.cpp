@@ -1,0 +1,19 @@
+// Task 3.2 with Task 3.1: whole data-parallel steps through the engine, against stage 01 (MLP) and
+// stage 02 (CNN) on one thread. A file of its own, so that a learner's save compiles it beside the
+// reduction's checks, one on each core (the task's test program is made of both).
+#include <gtest/gtest.h>
+
+#include "01_fc_softmax/cpu_engine.hpp"
+#include "03_openmp/omp_engine.hpp"
+#include "stage03_support.hpp"
+
+using namespace course;
+using namespace course::s03test;
+
+TEST(Task3_2_DataParallelStep, MlpMatchesStage01) {
+  expect_step_matches_one_thread<DataParallelEngine>(named_model_spec("mlp"), make_dense_or_activation<float>);
+}
+
+TEST(Task3_2_DataParallelStep, CnnMatchesStage02) {
+  expect_step_matches_one_thread<DataParallelEngine>(named_model_spec("cnn"), make_cnn_layer<float>);
+}
