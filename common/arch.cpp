@@ -263,7 +263,7 @@ bool has_leaky_relu(const Arch& arch, bool other_slope) {
 
 namespace {
 
-// The thesis's conv block: conv 3x3 pad 1, ReLU, max-pool 2 (COURSE.md section 10).
+// The thesis's conv block: conv 3x3 pad 1, ReLU, max-pool 2 (docs/replication.md).
 std::string conv_block(int filters) { return "conv" + std::to_string(filters) + "k3p1,relu,pool2,"; }
 
 struct NamedModel {

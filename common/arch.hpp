@@ -132,7 +132,7 @@ bool has_leaky_relu(const Arch& arch, bool other_slope = false);
 ///
 /// - `mlp`, `cnn`, `cnn-deep`: the course's models; they take the data set's input shape.
 /// - `m0` .. `m4`: the models of the bachelor's thesis the course grew out of
-///   (COURSE.md section 10), each defined on its own input (named_model_input())
+///   (docs/replication.md), each defined on its own input (named_model_input())
 ///   and with its own training recipe (named_model_recipe()). ReLU follows every
 ///   conv and hidden dense layer, as in `cnn`; `m0` and `m1` have `cnn`'s layers,
 ///   `m2` has `cnn-deep`'s; only the input differs. `m3` and `m4` are the course's

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reproduces the experiments of the three studies the course grew out of, on the machine at hand, and
-writes the tables of docs/replication.md (COURSE.md section 10).
+writes the tables of docs/replication.md (the studies' setups and figures: tools/replicate_lib/studies.py).
 
     python3 tools/replicate.py                         every experiment (the GPU parts skipped, with the
                                                        reason, where there is no usable GPU)

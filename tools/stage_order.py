@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""No earlier stage names a later one, in code or comments (COURSE.md section 9): checked.
+"""No earlier stage names a later one, in code or comments (docs/architecture.md, the layers): checked.
 
 A stage's files are those of solutions/NN_*, stages/NN_*, tests/NN_* and benchmarks/NN_* (exercises/ is
 generated from solutions/; the lessons in docs/ are prose and may look ahead). A file of stage NN names a

@@ -53,7 +53,7 @@ AS_SM75 = Variant("as_sm75", (), (("COURSE_AS_CC", "7.5"),))
 AS_SM80 = Variant("as_sm80", (), (("COURSE_AS_CC", "8.0"),))
 
 
-# The course's stages (COURSE.md section 2); stage 09 twice, on one GPU and on two (a machine
+# The course's stages (README's table; docs/architecture.md); stage 09 twice, on one GPU and on two (a machine
 # with one GPU lists the second as skipped, with the reason). A stage folder found under stages/
 # that is not listed here is compared too, as a CPU stage that runs every model.
 KNOWN_STAGES = (
@@ -65,8 +65,8 @@ KNOWN_STAGES = (
           needs="a CUDA toolkit"),
     Stage("05_im2col_gemm", "GPU", gpu=True, needs="a CUDA toolkit"),
     Stage("06_cudnn", "GPU", gpu=True, needs="a CUDA toolkit and cuDNN"),
-    # Its own row is FP32 (the trainer's default, kernel 10); COURSE.md section 8: every reduced-precision
-    # run states its precision and its accuracy next to the FP32 run.
+    # Its own row is FP32 (the trainer's default, kernel 10); every reduced-precision run states its
+    # precision and its accuracy next to the FP32 run (docs/architecture.md, the figures).
     # Its "as_sm75" row runs the kernels a T4 would (COURSE_AS_CC, common/gpu_capability.hpp): kernel 8
     # in place of kernel 10, as README's table of GPUs says.
     Stage("07_fast_gemm", "GPU", gpu=True, needs="a CUDA toolkit",

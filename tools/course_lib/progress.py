@@ -6,7 +6,7 @@ A task is, in the words every command uses:
   not started   its hole still throws "not implemented" (progress does not run it: it cannot pass)
   needs a GPU   its stage is a GPU stage and this machine has none (left out: not built, not run), or its
                 tests skipped for want of one
-  gated         its stage waits for the stage before to pass (COURSE.md 5: each stage's checks must pass
+  gated         its stage waits for the stage before to pass (docs/architecture.md, gates: each stage's checks must pass
                 before the next stage's tests run); the same gate as CTest's fixtures
   not built     the configure step left the stage out (a library is missing; it says which)
   not checked   started, but its test program was not built here yet (watch's progress line only)

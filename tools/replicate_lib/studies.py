@@ -1,4 +1,4 @@
-"""The three studies' setups and figures, as COURSE.md section 10 transcribes them (and nothing more:
+"""The three studies' setups and figures, as the course transcribes them from the studies (and nothing more:
 where a study's figure was not transcribed, the tables say so rather than guess it).
 
 The thesis's models are the trainers' named models m0 .. m4 (common/arch.hpp); THESIS_MODELS repeats
@@ -26,7 +26,7 @@ FIG54_MODELS = ("m0", "m1", "m2", "m3", "m4")  # five models of rising complexit
 
 # Figs 5.1-5.2: sequential against OpenMP with 8 threads. Only M0's figures are transcribed.
 THESIS_OPENMP = {"m0": {"sequential_s": 101.0, "openmp_s": 12.76, "threads": 8}}
-THESIS_OPENMP_NOTE = ("the thesis plots M1 and M2 too; COURSE.md transcribes M0's figures only (101 s an epoch "
+THESIS_OPENMP_NOTE = ("the thesis plots M1 and M2 too; the course transcribes M0's figures only (101 s an epoch "
                       "sequential, 12.76 s with OpenMP on 8 threads, about 8x)")
 
 # Fig 5.3: OpenMP against CUDA against cuDNN per model: no values transcribed.
@@ -58,7 +58,7 @@ POOL_STUDY = {
     "gpu": {"machine": "a Tesla T4, every window moved to the device", "seconds": {4: 0.86, 1024: 396.7}},
 }
 POOL_STUDY_NOTE = ("the study also timed 2048, overlapping windows (s 1), padding 1 and 2, and fitted Amdahl's law; "
-                   "COURSE.md transcribes the k2 s2 p0 figures at 4 and 1024 only")
+                   "the course transcribes the k2 s2 p0 figures at 4 and 1024 only")
 
 # ---- the university CUDA practice -------------------------------------------------------------
 
