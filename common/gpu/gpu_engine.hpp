@@ -18,8 +18,10 @@
 /// step counter names, the step model's forward, loss and backward, the GradientSync
 /// hooks when there are any, the update and the counter's advance; or, for a step model that
 /// runs whole steps (StepModel::train_step, stage 08) and no GradientSync, the step model's
-/// own kernels, which do the gather, the counter and the loss check's copy. With the graph on
-/// (the default, where the step model is capturable), the first full batch records that
+/// own kernels, which do the gather, the counter and the loss check's copy. The trainer first
+/// has the engine pay what a step costs once (warm_up: the upload, each batch size prepared, an
+/// uncounted pass of each, the capture), before the first epoch's clock. With the graph on
+/// (the default, where the step model is capturable), the first full batch (or the warm-up) records that
 /// sequence as a CUDA graph and every full batch replays it, until the learning rate or
 /// an address in it changes (the data, the order, StepModel::captured_memory()) (under a schedule: at each epoch's first full batch, recorded
 /// again); a last, smaller batch runs the same sequence uncaptured, and so does every

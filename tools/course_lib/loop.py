@@ -131,7 +131,7 @@ def cmd_check(args):
     # The stages before those selected only gate them: their results are recalled where their test programs have
     # not changed since they ran, so that checking a task runs that task's tests and little else.
     for view in progress.survey(scope, run_untouched=set(selected), recall=set(scope) - set(selected),
-                                force=args.force, gpu_stages=args.gpu_stages):
+                                own_programs=set(selected), force=args.force, gpu_stages=args.gpu_stages):
         views.append(view)
         if view.stage in selected:
             print_stage_check(view, goals, args.force)
@@ -384,7 +384,7 @@ def cmd_watch(args):
         while True:
             snapshot = exercise_snapshot()
             r = watch_once(task, stage, goals, note, saved)  # the task at hand first: its verdict comes first
-            note, saved = "", None
+            note = ""
             # Then the tasks that passed earlier in this watch and live in a file just saved.
             broken = regressions(task, stages, changed, passed) if changed else []
             if broken:
@@ -394,8 +394,8 @@ def cmd_watch(args):
                 note = (f"  FAILS AGAIN: Task {back} passed earlier in this watch; {files} changed "
                         f"(back to it from Task {task})")
                 task, stage, changed = back, tasks.stage_of(back, stages), []
-                continue
-            changed = []
+                continue  # its round at once, its seconds still counted from the save
+            saved, changed = None, []
             while r is not None and r.state in ("pass", "skip"):
                 passed.add(task)
                 later = order[order.index(task) + 1:]

@@ -80,7 +80,7 @@ def test_programs(stage, to_run, stage_tasks, known):
 
 
 def survey(stages, *, run_untouched=True, recall=False, force=False, gpu_stages=False, machine=None,
-           targets=None, build_tests=True):
+           targets=None, build_tests=True, own_programs=()):
     """Yields a StageView per stage of `stages` ({stage: [task]}), in order.
 
     run_untouched  run the tests of tasks not started (check and next do; progress does not): True, False, or
@@ -89,6 +89,9 @@ def survey(stages, *, run_untouched=True, recall=False, force=False, gpu_stages=
                    False, or the set of stages where it does (check recalls the stages that gate it)
     build_tests    build each stage's test program before running it (only what changed); without, a stage
                    whose test program was never built reads "not checked" (watch's progress line)
+    own_programs   the stages where the tasks run with their own test programs when only some of the stage's
+                   tasks run (check N.M: a save recompiles those tasks' tests alone); elsewhere the stage's
+                   test program runs them (progress builds one program a stage, not one a task)
     force          check a stage even when the one before does not pass (check --force)
     gpu_stages     build and run GPU stages on a machine without a GPU (their tests then skip)
     targets        the targets the build defines (build.known_targets()); read once when not given
@@ -124,9 +127,13 @@ def survey(stages, *, run_untouched=True, recall=False, force=False, gpu_stages=
         everything = run_untouched if isinstance(run_untouched, bool) else stage in run_untouched
         to_run = [t for t in stage_tasks if everything or begun[t]]
         view.states = {t: "not started" for t in stage_tasks if t not in to_run}
-        targets, programs = test_programs(stage, to_run, tasks.all_tasks().get(stage, stage_tasks), known)
-        if not build_tests:  # run what is built: a task's own program, else its stage's
-            built = {t: next((p for p in (programs[t], results.exe_of(stage)) if p.exists()), None) for t in to_run}
+        if stage in own_programs:
+            targets, programs = test_programs(stage, to_run, tasks.all_tasks().get(stage, stage_tasks), known)
+        else:
+            targets, programs = [common.tests_target(stage)], {t: results.exe_of(stage) for t in to_run}
+        if not build_tests:  # run what is built: a task's own program (watch builds those), else its stage's
+            own = {t: common.bin_path(common.task_target(t, stage)) for t in to_run}
+            built = {t: next((p for p in (own[t], results.exe_of(stage)) if p.exists()), None) for t in to_run}
             view.states.update({t: "not checked" for t in to_run if built[t] is None})
             to_run = [t for t in to_run if built[t] is not None]
             programs = built
@@ -143,10 +150,10 @@ def survey(stages, *, run_untouched=True, recall=False, force=False, gpu_stages=
                     continue
             for t in to_run:
                 exe = programs[t]
-                # A result is recalled from whichever program ran the task last, if it has not changed since.
+                # A result is recalled only from the program that would run the task now, when that program
+                # ran it last and has not changed since (a program built here is up to date with the files).
                 recalls = recall if isinstance(recall, bool) else stage in recall
-                r = ((results.recalled(exe, t) or results.recalled(results.exe_of(stage), t)) if recalls else None) \
-                    or results.run_task(exe, t, stage)
+                r = (results.recalled(exe, t) if recalls else None) or results.run_task(exe, t, stage)
                 view.results[t] = r
                 view.states[t] = {"pass": "pass", "skip": "needs a GPU"}.get(r.state, "fail")
         yield view

@@ -34,10 +34,14 @@ def task_goals():
 
 
 def goal_of(task, goals, result=None):
-    """A task's goal: its first part's, or, for a task of several parts (a forward and a backward hole, say)
-    whose tests fail (`result`, a TaskResult), the goal of the part its failure points at (failing_part)."""
+    """A task's goal: its first part's; for a task of several parts (a forward and a backward hole, say) whose
+    tests fail (`result`, a TaskResult), the goal of the part its failure clearly points at (failing_part), or,
+    where it points at none clearly, the first part's with a word that the failing test says which."""
     parts = goals.get(task) or [(None, "", [])]
-    return parts[failing_part(parts, result)][1]
+    index = failing_part(parts, result)
+    if index is None:
+        return f"{parts[0][1]}  [part 1 of {len(parts)}: the failing test below says which part]"
+    return parts[index][1]
 
 
 def parts_note(task, goals):
@@ -49,28 +53,38 @@ def parts_note(task, goals):
 _BACKWARD = ("backward", "gradient", "grad", "dx", "dw", "db", "dy")
 
 
+# Words that say nothing about which part failed: a message's frame ("the relative error ... at [0, 3]") and
+# the glue of a goal ("and its gradient").
+_FILLER = {"and", "the", "of", "its", "in", "to", "an", "for", "with", "is", "are", "at", "by", "or", "on", "as",
+           "it", "be", "then", "from", "each", "every", "one", "all", "error", "relative", "wrong", "entries",
+           "entry", "shape", "expected", "actual", "passes", "within", "than", "more", "task", "test"}
+
+
 def _words(text):
-    """Lower-case words of a test's name and message or of a goal; CamelCase split ("GradientCheck" -> gradient,
-    check), so that a test's name meets the goal's words."""
+    """Lower-case words of a test's name and message or of a goal, less the filler; CamelCase split
+    ("GradientCheck" -> gradient, check), so that a test's name meets the goal's words."""
     text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
-    return {w for w in re.findall(r"[a-z][a-z0-9]+", text.lower()) if len(w) >= 2}
+    return {w for w in re.findall(r"[a-z][a-z0-9]+", text.lower()) if len(w) >= 2 and w not in _FILLER}
 
 
 def failing_part(parts, result):
     """The index in `parts` ([(file, goal, hints)] of a task) of the part a failing TaskResult points at: the part
-    whose goal shares the most words with the failing test's name and message, a backward part counting double
-    for a failure about gradients (a gradient check, a dx); 0 (the first part) when nothing tells them apart."""
+    whose goal shares the most words with the failing test's name (three times as telling as its message's),
+    a backward part counting more for a failure about gradients (a gradient check, a dx), by a clear margin
+    over every other part; None when no part is that clearly pointed at; 0 (the first part) for a task of one
+    part or a result that is no failure."""
     if len(parts) < 2 or result is None or result.state != "fail" or not (result.test or result.excerpt):
         return 0
-    said = _words(" ".join([result.test] + list(result.excerpt)))
-    about_gradients = bool(said & set(_BACKWARD))
+    name = _words(result.test.split(".", 1)[-1])   # the test's own name, not its suite's (TaskN_M_...)
+    said = _words(" ".join(result.excerpt))
+    about_gradients = bool((name | said) & set(_BACKWARD))
     scores = []
     for _, goal, _ in parts:
         words = _words(goal)
         backward = bool(words & {"backward", "gradient", "gradients"})
-        scores.append(len(said & words) + (2 if backward == about_gradients else 0))
-    best = max(scores)
-    return scores.index(best) if scores.count(best) == 1 else 0
+        scores.append(3 * len(name & words) + len(said & words) + (2 if backward == about_gradients else 0))
+    ranked = sorted(scores, reverse=True)
+    return scores.index(ranked[0]) if ranked[0] >= ranked[1] + 2 else None
 
 
 @functools.lru_cache(maxsize=None)

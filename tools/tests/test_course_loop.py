@@ -557,6 +557,18 @@ class FailingPart(unittest.TestCase):
                  (None, "mean squared error against one-hot targets, and its gradient", [])]
         self.assertEqual(tasks.failing_part(parts, self.result("Task1_3_Loss.MseAgainstOneHotTargets", "loss")), 2)
 
+    def test_no_part_clearly_pointed_at_is_said_so(self):
+        parts = [(None, "softmax (subtract the row maximum first) and the mean cross-entropy", []),
+                 (None, "the gradient p - y of the mean loss", []),
+                 (None, "mean squared error against one-hot targets, and its gradient", [])]
+        r = self.result("Task1_3_SoftmaxCrossEntropy.GradientIsPMinusYOverB",
+                        "gradient check failed: dlogits of softmax cross-entropy (B=5, K=7), shape [n=5, k=7]: worst "
+                        "relative error 6.67e-01; analytic = 5 x numeric: a mean that does not divide by its count")
+        self.assertIsNone(tasks.failing_part(parts, r))
+        goal = tasks.goal_of("1.3", {"1.3": parts}, r)
+        self.assertTrue(goal.startswith("softmax"), goal)
+        self.assertIn("part 1 of 3: the failing test below says which part", goal)
+
     def test_nothing_to_go_by_is_the_first_part(self):
         self.assertEqual(tasks.failing_part(self.PARTS, None), 0)
         self.assertEqual(tasks.failing_part(self.PARTS[:1], self.result("Task1_2_A.Gradient", "dx")), 0)
