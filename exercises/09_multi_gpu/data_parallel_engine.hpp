@@ -70,8 +70,9 @@ class DataParallelEngine : public Engine, private GradientSync {
   /// "2 x NVIDIA H100 80GB HBM3 (sm_90)": the GPUs of the run.
   std::string device() const override;
   void set_learning_rate(double lr) override { local_->set_learning_rate(lr); }
-  /// Every rank warms its engine up on its slices of the set's own order, the sync's hooks included
-  /// in the full step's pass (GpuEngine::warm_up_begun_epoch), at the same point on every rank.
+  /// One rank: its engine's own warm-up (GpuEngine::warm_up). Several: each rank uploads its slices of
+  /// the set and prepares each batch size; the first pass, whose all-reduce every rank joins, stays in
+  /// the first epoch.
   std::string warm_up(const Dataset& train) override;
   /// Every rank trains its slice of every step; the stats are summed over the ranks.
   EpochStats train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) override;

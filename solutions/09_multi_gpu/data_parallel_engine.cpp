@@ -155,18 +155,18 @@ EpochStats DataParallelEngine::train_epoch(const Dataset& train, int epoch, cons
 }
 
 std::string DataParallelEngine::warm_up(const Dataset& train) {
+  if (world() == 1) return local_->warm_up(train);  // one rank: the engine's own warm-up
+  // Several ranks: only what each does alone (the upload, each batch size prepared). The first pass
+  // runs the all-reduce, which every rank must join at the same step: it stays in the first epoch,
+  // where the ranks take it together, and so does the capture (every epoch's, drop_graph).
   const ShardPlan plan(train.size(), global_.batch, world());
-  // Where the first step is short, some rank has a slice of another size, or none: no pass on any rank.
-  if (plan.steps() == 0 || !plan.full(0)) return "";
+  if (plan.steps() == 0) return "";
   std::vector<int> order(static_cast<std::size_t>(train.size()));
   std::iota(order.begin(), order.end(), 0);
   local_->begin_epoch_in_order(train, plan.rank_order(order, rank()));
-  set_weight(plan.weight(0, rank()));
-  const std::string passes = local_->warm_up_begun_epoch();
-  local_->end_epoch();  // the sums of no step: nothing is counted
-  count_progress();
-  return "the training set uploaded, each batch size prepared (the step's own setup), " + passes +
-         (world() > 1 ? " (the all-reduce's too)" : "");
+  local_->end_epoch();  // no step: nothing is counted
+  return "the training set uploaded, each batch size prepared (the step's own setup); the first pass, which "
+         "the all-reduce of every rank joins, stays in the first epoch";
 }
 
 const Dataset& DataParallelEngine::evaluation_slice(const Dataset& data) {
