@@ -55,6 +55,8 @@ GpuEngine::GpuEngine(const EngineConfig& cfg, std::unique_ptr<StepModel> step, c
     CUDA_CHECK(cudaMemset(velocity_.get(), 0, start_.size() * sizeof(float)));
   }
   start_ = std::vector<float>();  // on the device now
+  hyper_.resize(2);
+  upload_hyper();
   const auto batch = static_cast<std::size_t>(cfg_.batch);
   batch_.resize(batch * static_cast<std::size_t>(cfg_.input.size()));
   batch_labels_.resize(batch);
@@ -78,6 +80,18 @@ std::string GpuEngine::device() const {
   return name + ", choosing as " + chosen_capability_note();
 }
 
+void GpuEngine::set_learning_rate(double lr) {
+  cfg_.lr = lr;
+  upload_hyper();
+}
+
+void GpuEngine::upload_hyper() {
+  // On the engine's stream: the steps already queued keep the old rate, every later update reads
+  // the new one. From pageable memory the call returns once `values` has been read.
+  const float values[2] = {static_cast<float>(cfg_.lr), static_cast<float>(cfg_.momentum)};
+  CUDA_CHECK(cudaMemcpyAsync(hyper_.get(), values, sizeof values, cudaMemcpyHostToDevice, stream()));
+}
+
 std::vector<LayerTime> GpuEngine::layer_times() const {
   return cfg_.profile ? profiler_.times() : std::vector<LayerTime>();
 }
@@ -88,6 +102,7 @@ nlohmann::json GpuEngine::stage_results() const {
     results["graph"] = graph_enabled();
     results["graph_nodes"] = graph_nodes();
     results["graph_replays"] = graph_replays_;
+    results["graph_captures"] = graph_captures_;
   }
   return results;
 }
@@ -101,8 +116,7 @@ StepContext GpuEngine::context(DeviceSums& sums, bool training) {
   ctx.grads = grads_.get();
   ctx.velocity = velocity_.get();
   ctx.param_count = static_cast<long>(params_.size());
-  ctx.lr = static_cast<float>(cfg_.lr);
-  ctx.momentum = static_cast<float>(cfg_.momentum);
+  ctx.hyper = hyper_.get();
   ctx.sums = &sums;
   ctx.training = training;
   ctx.profiler = &profiler_;
@@ -157,7 +171,7 @@ void GpuEngine::prepare(int B) { step_->prepare(context(scratch_sums_, /*trainin
 
 bool GpuEngine::captured_step_ready() {
   const GraphKey key{epoch_.data().images.get(), epoch_.data().labels.get(), epoch_.order(),
-                     step_->captured_memory(), cfg_.lr};
+                     step_->captured_memory()};
   if (graph_.ready() && key == graph_key_) return true;
   if (!warmed_up_) {
     // One uncaptured pass first (no update, sums to scratch, the step counter untouched):

@@ -74,8 +74,8 @@ class GpuEngine : public Engine {
 
   /// course::gpu_name(), e.g. "NVIDIA H100 80GB HBM3 (sm_90)".
   std::string device() const override;
-  /// Read by every update that follows (a captured step is captured again).
-  void set_learning_rate(double lr) override { cfg_.lr = lr; }
+  /// Read by every update queued after this call, a captured one included (StepContext::hyper).
+  void set_learning_rate(double lr) override;
   /// Engine::warm_up: an epoch of `train` begun in the set's own order, warm_up_begun_epoch(), and
   /// ended uncounted. The epochs that follow start from the same parameters, velocity and order.
   std::string warm_up(const Dataset& train) override;
@@ -161,10 +161,8 @@ class GpuEngine : public Engine {
     const void* labels = nullptr;
     const void* order = nullptr;
     const void* step_memory = nullptr;  ///< StepModel::captured_memory()
-    double lr = 0;
     bool operator==(const GraphKey& o) const {
-      return images == o.images && labels == o.labels && order == o.order && step_memory == o.step_memory &&
-             lr == o.lr;
+      return images == o.images && labels == o.labels && order == o.order && step_memory == o.step_memory;
     }
   };
   using Pass = GpuProfiler::Pass;
@@ -177,6 +175,8 @@ class GpuEngine : public Engine {
   void set_step_parts();
   void queue_step(int B, DeviceSums& sums, bool update);
   void queue_update(const StepContext& ctx);
+  /// Queues the copy of cfg_'s rate and momentum to hyper_, behind the steps in flight.
+  void upload_hyper();
   /// The full step recorded as a CUDA graph for the current key (capturing it now unless the graph in
   /// hand has that key, after one uncaptured warm-up pass the first time); false when capturing
   /// failed, which turns the graph off for the rest of the run.
@@ -193,6 +193,7 @@ class GpuEngine : public Engine {
   std::vector<float> start_;  ///< the initial parameters, flat, checked before the stream touches the GPU
   OwnedStream stream_;  // declared before every GPU resource, so destroyed after them
   DeviceBuffer<float> params_, grads_, velocity_;
+  DeviceBuffer<float> hyper_;        ///< [2]: {lr, momentum} (StepContext::hyper)
   DeviceBuffer<float> batch_;        ///< the gathered batch [batch, D]
   DeviceBuffer<int> batch_labels_;   ///< [batch]
   DeviceBuffer<int> predictions_;

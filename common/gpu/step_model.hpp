@@ -55,7 +55,10 @@ struct StepContext {
   float* grads = nullptr;      ///< same layout: what backward() writes (overwrites)
   float* velocity = nullptr;   ///< same layout: the SGD momentum
   long param_count = 0;
-  float lr = 0.f, momentum = 0.f;
+  /// [2] in device memory: {learning rate, momentum}, read by the update when it runs. Not kernel
+  /// arguments: a captured step keeps its arguments, and it reads these, so a new rate from the
+  /// schedule needs no new capture.
+  const float* hyper = nullptr;
   DeviceSums* sums = nullptr;  ///< where loss() adds the loss, the correct count (and the absolute errors)
   bool training = false;       ///< loss() writes dL/dlogits for backward() only when training
   GpuProfiler* profiler = nullptr;
@@ -100,7 +103,7 @@ class StepModel {
   /// Queues the backward pass of the last forward(), from the dL/dlogits of the last loss(), into
   /// ctx.grads, calling ctx.gradients_queued() after each layer with parameters.
   virtual void backward(const StepContext& ctx, int B) = 0;
-  /// Queues one update of every parameter from ctx.grads (SGD with momentum: ctx.lr, ctx.momentum).
+  /// Queues one update of every parameter from ctx.grads (SGD with momentum: ctx.hyper).
   virtual void update(const StepContext& ctx) = 0;
 
   /// Called before a training step or an evaluation pass of B examples is queued, never inside a

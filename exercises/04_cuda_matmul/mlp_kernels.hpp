@@ -75,8 +75,9 @@ void loss_gpu(const std::string& loss, const float* logits, const int* labels, i
               double* loss_sum, unsigned long long* correct, int* predictions, double* abs_error_sum,
               cudaStream_t stream = 0);
 
-/// v = momentum * v + g, then w -= lr * v, for n parameters.
-void sgd_update_gpu(float* w, const float* g, float* v, long n, float lr, float momentum, cudaStream_t stream = 0);
+/// v = momentum * v + g, then w -= lr * v, for n parameters, with lr = hyper[0] and momentum =
+/// hyper[1] read from device memory when the kernel runs (hyper: [2] on the device).
+void sgd_update_gpu(float* w, const float* g, float* v, long n, const float* hyper, cudaStream_t stream = 0);
 
 /// Threads per block of the element-wise kernels, and the blocks that cover n elements (at least 1).
 constexpr int kElementwiseThreads = 256;

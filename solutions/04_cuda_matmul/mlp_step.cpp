@@ -64,7 +64,7 @@ void MlpStep::backward(const StepContext& ctx, int B) {
 
 void MlpStep::update(const StepContext& ctx) {
   // BEGIN Task 4.10: one SGD update of every parameter: ctx.params, ctx.grads and ctx.velocity are flat buffers of ctx.param_count values
-  sgd_update_gpu(ctx.params, ctx.grads, ctx.velocity, ctx.param_count, ctx.lr, ctx.momentum, ctx.stream);
+  sgd_update_gpu(ctx.params, ctx.grads, ctx.velocity, ctx.param_count, ctx.hyper, ctx.stream);
   // END Task 4.10
 }
 

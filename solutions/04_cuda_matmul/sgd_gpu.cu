@@ -8,26 +8,32 @@
 /// buffer (and the gradients and velocities in two more, laid out alike), so
 /// one launch updates the whole model after each batch instead of one launch
 /// per tensor.
+///
+/// The learning rate and the momentum come from device memory (`hyper`), not
+/// as the kernel's arguments: a step recorded as a CUDA graph keeps the
+/// arguments it was recorded with, but reads memory when it runs, so the
+/// engine changes the rate of a captured step by writing hyper[0].
 #include "04_cuda_matmul/mlp_kernels.hpp"
 #include "common/cuda_check.hpp"
 #include "common/not_implemented.hpp"
 
 namespace course {
 
-/// One parameter per thread: w[i], g[i], v[i] for i < n.
-__global__ void sgd_update_kernel(float* w, const float* g, float* v, long n, float lr, float momentum) {
+/// One parameter per thread: w[i], g[i], v[i] for i < n; lr = hyper[0], momentum = hyper[1].
+__global__ void sgd_update_kernel(float* w, const float* g, float* v, long n, const float* hyper) {
   // BEGIN Task 4.9 (device): one thread per parameter: v = momentum * v + g, then w -= lr * v
   const long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
+  const float lr = hyper[0], momentum = hyper[1];
   const float velocity = momentum * v[i] + g[i];
   v[i] = velocity;
   w[i] -= lr * velocity;
   // END Task 4.9
 }
 
-void sgd_update_gpu(float* w, const float* g, float* v, long n, float lr, float momentum, cudaStream_t stream) {
+void sgd_update_gpu(float* w, const float* g, float* v, long n, const float* hyper, cudaStream_t stream) {
   // BEGIN Task 4.9: launch sgd_update_kernel with one thread per parameter
-  sgd_update_kernel<<<blocks_for(n), kElementwiseThreads, 0, stream>>>(w, g, v, n, lr, momentum);
+  sgd_update_kernel<<<blocks_for(n), kElementwiseThreads, 0, stream>>>(w, g, v, n, hyper);
   CUDA_CHECK_LAUNCH();
   // END Task 4.9
 }

@@ -102,7 +102,7 @@ void CnnStep::backward(const StepContext& ctx, int B) {
 
 void CnnStep::update(const StepContext& ctx) {
   // BEGIN Task 5.9: one SGD update of every parameter with stage 04's sgd_update_gpu on the flat buffers (ctx.param_count values)
-  sgd_update_gpu(ctx.params, ctx.grads, ctx.velocity, ctx.param_count, ctx.lr, ctx.momentum, ctx.stream);
+  sgd_update_gpu(ctx.params, ctx.grads, ctx.velocity, ctx.param_count, ctx.hyper, ctx.stream);
   // END Task 5.9
 }
 

@@ -110,7 +110,7 @@ void CudnnStep::backward(const StepContext& ctx, int B) {
 }
 
 void CudnnStep::update(const StepContext& ctx) {
-  sgd_update_gpu(ctx.params, ctx.grads, ctx.velocity, ctx.param_count, ctx.lr, ctx.momentum, ctx.stream);
+  sgd_update_gpu(ctx.params, ctx.grads, ctx.velocity, ctx.param_count, ctx.hyper, ctx.stream);
 }
 
 }  // namespace course

@@ -80,15 +80,13 @@ void FusedStep::allocate(int batch_size) {
                   nullptr, nullptr, nullptr, nullptr};
     chain_fits_ = dense_chain_smem_bytes(sizes.data(), static_cast<int>(sizes.size()), 1) <= kFusedSharedBudget;
   }
-  host_lr_ = static_cast<float>(cfg_.lr);
-  host_momentum_ = static_cast<float>(cfg_.momentum);
-  hyper_.upload(std::vector<float>{host_lr_, host_momentum_});
 
   // The partial sums' sizes come from the planners at the full batch. Planned here before
   // those buffers exist, with a real device address in their place: nothing is launched.
   const std::size_t batch = static_cast<std::size_t>(batch_size);
   const int B = batch_size;
-  float* const placeholder = hyper_.get();
+  DeviceBuffer<float> placeholder_memory(2);
+  float* const placeholder = placeholder_memory.get();
   const float* const w = placeholder;
   buffers_.resize(layers_.size());
   std::size_t dense_partials = 0, counters = 0;
@@ -142,14 +140,6 @@ void FusedStep::allocate(int batch_size) {
 }
 
 void FusedStep::prepare(const StepContext& ctx, int B) {
-  if (ctx.lr != host_lr_ || ctx.momentum != host_momentum_) {
-    // Queued behind the steps already in flight; the copy from pageable memory has read the
-    // values by the time the call returns. A captured update reads the new rate when it runs.
-    host_lr_ = ctx.lr;
-    host_momentum_ = ctx.momentum;
-    const float hyper[2] = {host_lr_, host_momentum_};
-    CUDA_CHECK(cudaMemcpyAsync(hyper_.get(), hyper, sizeof hyper, cudaMemcpyHostToDevice, ctx.stream));
-  }
   if (whole_gradients_.size() == 0) {
     const SgdTensor all{0, ctx.param_count, ctx.grads, 1};
     whole_gradients_.upload(std::vector<SgdTensor>{all});
@@ -216,7 +206,7 @@ void FusedStep::backward(const StepContext& ctx, int B) {
 void FusedStep::update(const StepContext& ctx) {
   const EngineStepParts& parts = *ctx.parts;
   SgdArgs sgd = plan_sgd_multi_tensor(ctx.params, ctx.velocity, whole_gradients_.get(), 1, ctx.param_count,
-                                      hyper_.get(), parts.step);
+                                      ctx.hyper, parts.step);
   sgd.loss = {ctx.sums->loss_sum.get(), parts.loss_slots, parts.loss_slot_count};
   // After the buckets' wait for their stream's event: not launched early. After a flat or peer sum
   // (a kernel in this stream) it may be: its wait is for that kernel's end.

@@ -195,8 +195,6 @@ class FusedStep : public StepModel {
   bool gpu_launches_early_ = false;  ///< the GPU is sm_90 or later (programmatic dependent launch, clusters)
   bool chain_fits_ = false;          ///< the model can run as the dense chain on this GPU
 
-  DeviceBuffer<float> hyper_;              ///< {lr, momentum}
-  float host_lr_ = 0.f, host_momentum_ = 0.f;
   std::vector<LayerBuffers> buffers_;
   DeviceBuffer<float> dense_partials_;      ///< the dense forward's split sums
   DeviceBuffer<unsigned int> counters_;     ///< the dense forward's tickets, 0 between launches

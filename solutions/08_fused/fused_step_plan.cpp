@@ -78,7 +78,7 @@ void FusedStep::add_dense_chain(StepPlan& plan, const StepContext& ctx, int B) {
                                 parts.x, ctx.sums->loss_sum.get(), ctx.sums->correct.get(), target_blocks_ / 2);
   add_phase(plan, fused_phase(&plan.chain), Row::Chain, 0, Pass::Forward);
   plan.chain_update = plan_dense_chain_update(B, chain.data(), L, parts.x, w_offsets.data(), b_offsets.data(),
-                                              ctx.params, ctx.velocity, hyper_.get(), parts.step);
+                                              ctx.params, ctx.velocity, ctx.hyper, parts.step);
   add_phase(plan, fused_phase(&plan.chain_update), Row::ChainUpdate, 0, Pass::Backward);
 }
 
@@ -96,7 +96,7 @@ void FusedStep::add_update(StepPlan& plan, const StepContext& ctx, const std::ve
   }
   plan.tensors.upload(tensors);
   const SgdArgs sgd = plan_sgd_multi_tensor(ctx.params, ctx.velocity, plan.tensors.get(),
-                                            static_cast<int>(tensors.size()), ctx.param_count, hyper_.get(),
+                                            static_cast<int>(tensors.size()), ctx.param_count, ctx.hyper,
                                             ctx.parts->step);
   add_phase(plan, fused_phase(sgd), Row::Update, 0, Pass::Backward);
 }

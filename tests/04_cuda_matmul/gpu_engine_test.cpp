@@ -229,3 +229,25 @@ TEST(Stage04_GpuEngine, GraphOnTrainsBitForBitAsGraphOff) {
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].tensor.data, b[i].tensor.data) << a[i].name;
   EXPECT_EQ(graph.get_optimizer_state()[0].tensor.data, launches.get_optimizer_state()[0].tensor.data);
 }
+
+// The captured step reads the learning rate from device memory when it runs: a schedule's new rate
+// takes effect in the graph already captured, without a second capture. At rate 0 the second
+// epoch's replays leave every parameter where the first epoch left it (the velocity still moves).
+TEST(Stage04_GpuEngine, NewRateReachesTheCapturedStepWithoutRecapture) {
+  SKIP_WITHOUT_GPU();
+  const Dataset data = make_synthetic(4 * 32, {1, 28, 28}, 10, 5);
+  GpuEngine engine = mlp_engine(config_for("fc32,relu,fc10", data.shape, 32), kBestGemm, {}, true);
+  ASSERT_TRUE(engine.graph_enabled());
+  engine.set_learning_rate(0.05);
+  engine.train_epoch(data, 0, {});
+  const std::vector<NamedTensor> after_first = engine.get_parameters();
+  const std::vector<float> velocity_first = engine.get_optimizer_state()[0].tensor.data;
+  engine.set_learning_rate(0.0);
+  engine.train_epoch(data, 1, {});
+  EXPECT_EQ(engine.graph_captures(), 1) << "one capture for both rates";
+  EXPECT_EQ(engine.graph_replays(), 2 * 4);
+  const std::vector<NamedTensor> after_second = engine.get_parameters();
+  for (std::size_t i = 0; i < after_first.size(); ++i)
+    EXPECT_EQ(after_second[i].tensor.data, after_first[i].tensor.data) << after_first[i].name << " moved at rate 0";
+  EXPECT_NE(engine.get_optimizer_state()[0].tensor.data, velocity_first) << "the replays did run";
+}

@@ -185,9 +185,10 @@ TEST(Stage05_Engine, ProfileHasARowPerLayer) {
     }
 }
 
-// Each full batch replays one captured step (the gather follows the device's step counter,
-// a new learning rate is captured again); the parameters end bit for bit where the same
-// steps launched one by one end, a short last batch and two rates included.
+// Each full batch replays one captured step (the gather follows the device's step counter, the
+// update reads the rate from device memory, so a new rate needs no new capture); the parameters
+// end bit for bit where the same steps launched one by one end, a short last batch and two rates
+// included.
 TEST(Stage05_Engine, GraphOnTrainsBitForBitAsGraphOff) {
   SKIP_WITHOUT_GPU();
   const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 16);
@@ -201,6 +202,7 @@ TEST(Stage05_Engine, GraphOnTrainsBitForBitAsGraphOff) {
     EXPECT_EQ(a.correct, b.correct) << "epoch " << epoch;
   }
   EXPECT_EQ(graph.graph_replays(), 2 * 3);
+  EXPECT_EQ(graph.graph_captures(), 1) << "the second epoch's rate is read from device memory by the captured step";
   EXPECT_EQ(launches.graph_replays(), 0);
   const std::vector<NamedTensor> a = graph.get_parameters(), b = launches.get_parameters();
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].tensor.data, b[i].tensor.data) << a[i].name;
