@@ -32,8 +32,8 @@
 #include "06_cudnn/descriptors.hpp"
 #include "06_cudnn/gpu_handles.hpp"
 #include "06_cudnn/pool_cudnn.hpp"
-#include "06_cudnn/step_graph.hpp"
 #include "common/gpu/gpu_engine.hpp"
+#include "common/gpu/step_capture.hpp"
 #include "benchmarks/support/gpu_benchmark.hpp"
 #include "common/cuda_check.hpp"
 #include "common/cudnn_check.hpp"
@@ -69,7 +69,7 @@ template <typename Call>
 void time_calls(benchmark::State& state, const course::GpuContext& ctx, Call&& call) {
   for (int i = 0; i < 3; ++i) call();  // warm-up: one-time setup outside the capture and the timing
   CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
-  course::StepGraph graph;
+  course::StepCapture graph;
   graph.capture(ctx.stream(), [&] {
     for (int i = 0; i < kReps; ++i) call();
   });

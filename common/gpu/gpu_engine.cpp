@@ -98,6 +98,7 @@ std::vector<LayerTime> GpuEngine::layer_times() const {
 
 nlohmann::json GpuEngine::stage_results() const {
   nlohmann::json results = step_->stage_results();
+  if (results.is_null()) results = nlohmann::json::object();  // a step with no facts of its own
   if (results.is_object()) {  // what the engine adds to a step's own
     results["graph"] = graph_enabled();
     results["graph_nodes"] = graph_nodes();

@@ -48,7 +48,7 @@ struct DenseChainArgs {
   int B, L;  ///< examples, layers (the last one the head, K = layer[L - 1].OUT classes)
   FusedLoss loss;
   ChainLayer layer[kChainMaxLayers];
-  // the batch gather (stage 06's gather_batch_at_step_gpu): row n is example order[*step * batch + n]
+  // the batch gather (the engine's gather_batch_at_device_step): row n is example order[*step * batch + n]
   const float* images;  ///< [N, IN of layer 0]
   const int* labels;    ///< [N]
   const int* order;

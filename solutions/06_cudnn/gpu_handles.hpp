@@ -10,7 +10,8 @@
 /// Every call only *queues* kernels on the handle's stream and returns. With
 /// both handles and our own kernels on one stream, the whole training step is
 /// one ordered queue: no call waits for another, the host never waits for the
-/// GPU within a step, and the step can be recorded as one CUDA graph (Task 6.10).
+/// GPU within a step, and the step can be recorded as one CUDA graph (the engine's,
+/// common/gpu/step_capture.hpp).
 ///
 /// Some cuBLAS kernels need scratch memory. cuBLAS allocates it itself unless
 /// it is given a buffer with cublasSetWorkspace; inside a graph capture no

@@ -10,11 +10,11 @@
 #include <cstring>
 #include <vector>
 
-#include "06_cudnn/step_graph.hpp"
 #include "09_multi_gpu/bucket_plan.hpp"
 #include "09_multi_gpu/bucketed_allreduce.hpp"
 #include "09_multi_gpu/communicator.hpp"
 #include "09_multi_gpu/flat_allreduce.hpp"
+#include "common/gpu/step_capture.hpp"
 #include "common/nccl_check.hpp"
 #include "s09_support.hpp"
 #include "tensor_check.hpp"
@@ -148,7 +148,7 @@ TEST(Task9_4_BucketedAllReduce, AStepWithItsAllReducesReplaysAsOneGraph) {
   BucketedAllReduce sync(one.comm.get(), one.op, grads.get(), ranges, two_buckets(ranges), timing);
   play_step(sync, ranges, grads.get(), source.get(), one.stream);  // outside a capture once, as the engine's warm-up
   CUDA_CHECK(cudaStreamSynchronize(one.stream));
-  StepGraph graph;
+  StepCapture graph;
   graph.capture(one.stream, [&] { play_step(sync, ranges, grads.get(), source.get(), one.stream); });
   ASSERT_TRUE(graph.ready());
   for (int replay = 0; replay < 3; ++replay) {

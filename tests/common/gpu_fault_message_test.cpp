@@ -16,7 +16,7 @@ std::string first_line(const std::string& s) { return s.substr(0, s.find('\n'));
 
 TEST(GpuFaultMessage, TheTaskComesFromTheSuiteName) {
   EXPECT_EQ(task_of_suite("Task4_5_RegisterTiled"), "4.5");
-  EXPECT_EQ(task_of_suite("Task6_10_Graph"), "6.10");
+  EXPECT_EQ(task_of_suite("Task4_10_GpuTraining"), "4.10");
   EXPECT_EQ(task_of_suite("Sizes/Task5_3_ConvForward"), "5.3") << "a parameterized suite";
   EXPECT_EQ(task_of_suite("Stage06_Engine"), "");
   EXPECT_EQ(task_of_suite("NotTask4_5_X"), "") << "only a whole prefix counts";

@@ -1,5 +1,6 @@
-// Task 6.10: the batch gather that follows a device step counter, capturing a
-// step as a CUDA graph and replaying it, and the engine with and without the graph.
+// The training step as one CUDA graph (lesson 06): the engine's given code that does it
+// (common/gpu/step_capture.hpp, and the batch gather that follows the device's step counter,
+// common/gpu/device_epoch.hpp), and the engine with and without the graph.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,8 +10,9 @@
 #include <vector>
 
 #include "cudnn_step_engine.hpp"
-#include "06_cudnn/step_graph.hpp"
 #include "common/data.hpp"
+#include "common/gpu/device_epoch.hpp"
+#include "common/gpu/step_capture.hpp"
 #include "s06_support.hpp"
 #include "tensor_check.hpp"
 
@@ -43,7 +45,7 @@ struct TinySet {
     y.upload(std::vector<int>(kBatch, -1));
   }
   void gather(int B, cudaStream_t s) {
-    gather_batch_at_step_gpu(images.get(), labels.get(), order.get(), step.get(), kBatch, B, kD, x.get(), y.get(), s);
+    gather_batch_at_device_step(images.get(), labels.get(), order.get(), step.get(), kBatch, B, kD, x.get(), y.get(), s);
   }
   // The first B rows of x and of y as batch `b` holds them: the examples at positions
   // b * kBatch + r of `order` (example e holds 10e, 10e + 1, 10e + 2 and label e % 4).
@@ -98,7 +100,7 @@ struct TinySet {
 
 }  // namespace
 
-TEST(Task6_10_CudaGraph, GatherFollowsTheDeviceStepCounter) {
+TEST(Stage06_StepCapture, GatherFollowsTheDeviceStepCounter) {
   S06_SKIP_WITHOUT_GPU();
   TestGpu gpu;
   TinySet set;
@@ -106,24 +108,24 @@ TEST(Task6_10_CudaGraph, GatherFollowsTheDeviceStepCounter) {
     const int B = std::min(kBatch, kExamples - b * kBatch);  // 4, 4, then the last 2
     set.gather(B, gpu.stream());
     set.expect_batch(b, B, "batch " + std::to_string(b));
-    advance_step_gpu(set.step.get(), gpu.stream());
-    EXPECT_EQ(set.counter(), b + 1) << "advance_step_gpu adds one";
+    advance_device_step(set.step.get(), gpu.stream());
+    EXPECT_EQ(set.counter(), b + 1) << "advance_device_step adds one";
   }
 }
 
 // Capturing runs nothing; each replay runs the whole step, which reads the
 // counter when it runs, so replay k gathers batch k.
-TEST(Task6_10_CudaGraph, EachReplayTakesTheNextBatch) {
+TEST(Stage06_StepCapture, EachReplayTakesTheNextBatch) {
   S06_SKIP_WITHOUT_GPU();
   TestGpu gpu;
   TinySet set;
-  StepGraph graph;
-  EXPECT_FALSE(graph.ready()) << "a StepGraph nothing was captured into";
+  StepCapture graph;
+  EXPECT_FALSE(graph.ready()) << "a StepCapture nothing was captured into";
   graph.capture(gpu.stream(), [&] {
     set.gather(kBatch, gpu.stream());
-    advance_step_gpu(set.step.get(), gpu.stream());
+    advance_device_step(set.step.get(), gpu.stream());
   });
-  ASSERT_TRUE(graph.ready()) << "StepGraph::capture() returned without a graph";
+  ASSERT_TRUE(graph.ready()) << "StepCapture::capture() returned without a graph";
   EXPECT_EQ(graph.nodes(), 2u) << "nodes of the graph: a gather and a counter increment";
   EXPECT_EQ(set.counter(), 0) << "the step counter after the capture: a capture records the work; it must not run it";
   for (int b = 0; b < 2; ++b) {
@@ -134,11 +136,11 @@ TEST(Task6_10_CudaGraph, EachReplayTakesTheNextBatch) {
 }
 
 // A step that fails while being captured leaves no graph and a usable stream.
-TEST(Task6_10_CudaGraph, FailedCaptureLeavesTheStreamUsable) {
+TEST(Stage06_StepCapture, FailedCaptureLeavesTheStreamUsable) {
   S06_SKIP_WITHOUT_GPU();
   TestGpu gpu;
   TinySet set;
-  StepGraph graph;
+  StepCapture graph;
   EXPECT_THROW(graph.capture(gpu.stream(),
                              [&] {
                                set.gather(kBatch, gpu.stream());
@@ -158,7 +160,7 @@ TEST(Task6_10_CudaGraph, FailedCaptureLeavesTheStreamUsable) {
 // kernels in the same order with the same (deterministic) algorithms, so two
 // epochs give bit-identical parameters. The set has 15 full batches of 64 and
 // a last one of 40, which runs uncaptured.
-TEST(Task6_10_CudaGraph, EngineGivesTheSameParametersWithAndWithoutTheGraph) {
+TEST(Stage06_StepCapture, EngineGivesTheSameParametersWithAndWithoutTheGraph) {
   S06_SKIP_WITHOUT_GPU();
   const Dataset train = make_synthetic(1000, {1, 28, 28}, 10, 101);
   EngineConfig cfg;
