@@ -15,6 +15,7 @@
 
 #include "common/arch.hpp"
 #include "common/data.hpp"
+#include "common/load_data.hpp"
 #include "common/data_transform.hpp"
 
 namespace course {

@@ -19,6 +19,7 @@
 
 #include "common/checkpoint.hpp"
 #include "common/data.hpp"
+#include "common/load_data.hpp"
 #include "common/data_transform.hpp"
 #include "common/metrics.hpp"
 #include "common/model_file.hpp"

@@ -17,6 +17,7 @@
 #include "common/gpu/gpu_engine.hpp"
 #include "cnn_comparison.hpp"
 #include "common/data.hpp"
+#include "common/load_data.hpp"
 #include "common/model_file.hpp"
 #include "common/trainer.hpp"
 #include "s09_support.hpp"

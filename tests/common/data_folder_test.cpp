@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/data.hpp"
+#include "common/load_data.hpp"
 #include "common/data_transform.hpp"
 #include "error_of.hpp"
 

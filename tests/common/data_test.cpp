@@ -20,6 +20,7 @@
 #endif
 
 #include "common/data.hpp"
+#include "common/load_data.hpp"
 #include "common/rng.hpp"
 #include "error_of.hpp"
 

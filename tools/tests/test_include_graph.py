@@ -1,0 +1,74 @@
+"""tools/include_graph.py: common/ includes in one direction. A miniature common/ in a temporary folder:
+a clean one passes; a loop through a source file (the data.cpp / data_transform.hpp kind), a loop of three
+headers, an include of the layer above and an include of a stage's code each fail, naming the files.
+(The repository itself is checked by tools/test.d/include-graph.)
+
+    python3 -m unittest tools.tests.test_include_graph     (tools/test.d/compare-selftest runs it)
+"""
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import include_graph  # noqa: E402
+
+CLEAN = {
+    "common/data.hpp": '#include "common/arch.hpp"\n',
+    "common/data.cpp": '#include "common/data.hpp"\n',
+    "common/arch.hpp": "",
+    "common/load_data.hpp": '#include "common/data.hpp"\n',
+    "common/load_data.cpp": '#include "common/load_data.hpp"\n#include "common/data_transform.hpp"\n',
+    "common/data_transform.hpp": '#include "common/data.hpp"\n',
+    "common/gpu/gpu_engine.hpp": '#include "common/engine.hpp"\n#include "common/gpu/step_capture.hpp"\n',
+    "common/gpu/step_capture.hpp": "",
+    "common/gpu/step_capture.cu": '#include "common/gpu/step_capture.hpp"\n',
+    "common/engine.hpp": '#include "common/data.hpp"\n',
+    "common/multi_gpu/launcher.cpp": '#include "common/gpu/gpu_engine.hpp"\n',
+}
+
+
+def problems(changes):
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for rel, text in {**CLEAN, **changes}.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
+        return include_graph.problems(root)
+
+
+class IncludeGraphTest(unittest.TestCase):
+    def test_clean_tree_passes(self):
+        self.assertEqual(problems({}), [])
+
+    def test_loop_through_a_source_file(self):
+        found = problems({"common/data.cpp": '#include "common/data.hpp"\n#include "common/data_transform.hpp"\n'})
+        self.assertEqual(len(found), 1, found)
+        self.assertIn("include loop among common/data, common/data_transform", found[0])
+
+    def test_loop_of_three_headers(self):
+        found = problems({"common/arch.hpp": '#include "common/engine.hpp"\n'})
+        self.assertEqual(len(found), 1, found)
+        self.assertIn("common/arch, common/data, common/engine", found[0])
+
+    def test_include_of_the_layer_above(self):
+        found = problems({"common/engine.hpp": '#include "common/gpu/step_capture.hpp"\n'})
+        self.assertEqual(found, ["common/engine.hpp:1: includes common/gpu/step_capture.hpp, of the layer above "
+                                 "(common/gpu is above common)"])
+        found = problems({"common/gpu/step_capture.cu": '\n#include "common/multi_gpu/launcher.hpp"\n'})
+        self.assertEqual(len(found), 1, found)
+        self.assertIn("common/gpu/step_capture.cu:2:", found[0])
+
+    def test_include_of_a_stage(self):
+        found = problems({"common/engine.hpp": '#include "04_cuda_matmul/mlp_step.hpp"\n'})
+        self.assertEqual(len(found), 1, found)
+        self.assertIn("a stage's code", found[0])
+
+    def test_the_repository_passes(self):
+        self.assertEqual(include_graph.problems(ROOT), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
