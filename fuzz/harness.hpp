@@ -17,12 +17,12 @@
 #include <string>
 #include <vector>
 
-#include "common/arch.hpp"
-#include "common/checkpoint.hpp"
-#include "common/data.hpp"
-#include "common/data_transform.hpp"
-#include "common/model_file.hpp"
-#include "common/trainer.hpp"
+#include "common/model/arch.hpp"
+#include "common/train/checkpoint.hpp"
+#include "common/data/data.hpp"
+#include "common/data/data_transform.hpp"
+#include "common/model/model_file.hpp"
+#include "common/train/trainer.hpp"
 
 namespace course::fuzz {
 

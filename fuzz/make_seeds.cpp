@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "common/checkpoint.hpp"
-#include "common/model_file.hpp"
+#include "common/train/checkpoint.hpp"
+#include "common/model/model_file.hpp"
 
 #define STB_IMAGE_WRITE_STATIC
 #define STB_IMAGE_WRITE_IMPLEMENTATION

@@ -2,7 +2,7 @@
 """README's table of GPUs, written from the code's own rules, so that it cannot drift from them.
 
 The rules are two X-macro files the C++ includes:
-  common/gpu_features.def                   which compute capability each GPU feature needs, what runs without it
+  common/gpu/gpu_features.def                   which compute capability each GPU feature needs, what runs without it
   solutions/07_fast_gemm/kernel_fallbacks.def  which stage 07 kernel needs which feature, and what runs instead
 
   python3 tools/gpu_table.py            print the tables (Markdown)
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FEATURES = ROOT / "common" / "gpu_features.def"
+FEATURES = ROOT / "common" / "gpu" / "gpu_features.def"
 FALLBACKS = ROOT / "solutions" / "07_fast_gemm" / "kernel_fallbacks.def"
 README = ROOT / "README.md"
 BEGIN, END = "<!-- gpu-table: begin (tools/gpu_table.py --write) -->", "<!-- gpu-table: end -->"
@@ -157,7 +157,7 @@ def main(argv=None):
     wanted = with_tables(current, block)
     if args.check:
         if current != wanted:
-            print("gpu_table: README.md's table of GPUs differs from common/gpu_features.def and "
+            print("gpu_table: README.md's table of GPUs differs from common/gpu/gpu_features.def and "
                   "solutions/07_fast_gemm/kernel_fallbacks.def: run python3 tools/gpu_table.py --write", file=sys.stderr)
             return 1
         return 0

@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """common/ includes in one direction (docs/architecture.md, the layers): checked.
 
-A module of common/ is a header and the sources of its name (data.hpp with data.cpp; step_capture.hpp
-with step_capture.cpp and step_capture.cu). Module A depends on module B when a file of A includes B's
-header. The check fails on
+common/ is in layers, a folder each, from the bottom up: core, model, data, check, train, gpu, multi_gpu.
+A module is a header and the sources of its name in one folder (data/data.hpp with data/data.cpp;
+gpu/step_capture.hpp with gpu/step_capture.cpp and gpu/step_capture.cu). Module A depends on module B
+when a file of A includes B's header. The check fails on
 
   * a loop: modules that depend on each other, directly or through others (data.cpp including
     data_transform.hpp, which includes data.hpp, was one);
-  * a layer named the wrong way: a file of common/ (the CPU layer) including common/gpu/ or
-    common/multi_gpu/, a file of common/gpu/ including common/multi_gpu/, or any file of common/
-    including a stage's code (solutions/, exercises/, a folder named NN_*).
+  * an include of a layer above the file's own (data/ including train/, train/ including gpu/), or of
+    a stage's code (solutions/, exercises/, a folder named NN_*);
+  * a source file at common/'s root, in no layer.
 
     python3 tools/include_graph.py              check common/ (tools/test.d/include-graph runs it)
     python3 tools/include_graph.py --print      the modules and what each depends on
@@ -25,7 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCES = {".hpp", ".cpp", ".cu", ".cuh", ".def"}
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
 # Layers from the bottom up: a file may include its own layer and those below it.
-LAYERS = ["common", "common/gpu", "common/multi_gpu"]
+LAYERS = ["common/core", "common/model", "common/data", "common/check", "common/train", "common/gpu",
+          "common/multi_gpu"]
 
 
 def layer_of(rel):
@@ -37,6 +39,9 @@ def layer_of(rel):
 def modules(root):
     """{module: {its files, relative to root}}: a module is its folder and the stem of its files."""
     found = {}
+    for f in sorted(root.glob("common/*")):
+        if f.is_file() and f.suffix in SOURCES:
+            found.setdefault("common/" + f.stem, set()).add("common/" + f.name)
     for layer in LAYERS:
         for f in sorted((root / layer).glob("*")):
             if f.is_file() and f.suffix in SOURCES:
@@ -51,6 +56,9 @@ def graph(root):
     deps, wrong = {m: set() for m in mods}, []
     for m, files in mods.items():
         for rel in sorted(files):
+            if layer_of(rel) is None:
+                wrong.append(f"{rel}: at common/'s root, in no layer: it belongs in one of " + ", ".join(LAYERS))
+                continue
             text = (root / rel).read_text(errors="replace")
             for match in INCLUDE.finditer(text):
                 target = match.group(1)
@@ -121,7 +129,8 @@ def main(argv=None):
     deps, _ = graph(args.root)
     if found:
         return 1
-    print(f"include-graph: {len(deps)} modules of common/, no loop, every include in its layer or below")
+    print(f"include-graph: {len(deps)} modules in {len(LAYERS)} layers of common/, no loop, every include in its "
+          "layer or below")
     return 0
 
 

@@ -35,7 +35,7 @@ other from Python's random.Random(seed) (its random() method gives the same sequ
 the same seed on every Python 3; the normal draws are Box-Muller on it, written here).
 Each file starts with a header line of column names, then one row per line: 12 features
 with 4 decimals (the count as a whole number) and the class label (0, 1 or 2) last, the
-layout common/data.hpp's load_csv reads (`--dataset csv --data-dir DIR`).
+layout common/data/data.hpp's load_csv reads (`--dataset csv --data-dir DIR`).
 """
 import argparse
 import math

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "01_fc_softmax/dense.hpp"
-#include "common/rng.hpp"
+#include "common/core/rng.hpp"
 #include "train_step.hpp"
 
 namespace {

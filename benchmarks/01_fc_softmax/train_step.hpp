@@ -12,8 +12,8 @@
 #include "01_fc_softmax/loss.hpp"
 #include "01_fc_softmax/network.hpp"
 #include "01_fc_softmax/sgd.hpp"
-#include "common/arch.hpp"
-#include "common/data.hpp"
+#include "common/model/arch.hpp"
+#include "common/data/data.hpp"
 
 namespace course::bench {
 

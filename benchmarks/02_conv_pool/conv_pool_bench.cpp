@@ -21,7 +21,7 @@
 #include "02_conv_pool/cnn.hpp"
 #include "02_conv_pool/conv.hpp"
 #include "02_conv_pool/pool.hpp"
-#include "common/rng.hpp"
+#include "common/core/rng.hpp"
 #include "model_layers.hpp"
 
 namespace {

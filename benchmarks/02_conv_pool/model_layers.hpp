@@ -1,13 +1,13 @@
 // The conv and max-pool layers of a named model, with the names every stage's
 // benchmarks give them: conv1, conv2, ... and pool1, pool2, ... in model order.
-// Only common/arch.hpp is needed, so later stages include this file and
+// Only common/model/arch.hpp is needed, so later stages include this file and
 // register "BM_ConvForward/conv2" for exactly the same shape as stage 02.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "common/arch.hpp"
+#include "common/model/arch.hpp"
 
 namespace course::bench {
 

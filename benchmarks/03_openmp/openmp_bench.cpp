@@ -35,8 +35,8 @@
 #include "03_openmp/replica.hpp"
 #include "03_openmp/shard.hpp"
 #include "03_openmp/sliced_layer.hpp"
-#include "common/data.hpp"
-#include "common/rng.hpp"
+#include "common/data/data.hpp"
+#include "common/core/rng.hpp"
 
 namespace {
 

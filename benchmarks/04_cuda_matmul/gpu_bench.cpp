@@ -33,8 +33,8 @@
 #include "04_cuda_matmul/mlp_kernels.hpp"
 #include "benchmarks/04_cuda_matmul/matmul_bench.hpp"
 #include "benchmarks/support/gpu_benchmark.hpp"
-#include "common/cuda_check.hpp"
-#include "common/data.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/data/data.hpp"
 
 namespace {
 

@@ -10,8 +10,8 @@
 
 #include "04_cuda_matmul/gemm.hpp"
 #include "benchmarks/support/gpu_benchmark.hpp"
-#include "common/cuda_check.hpp"
-#include "common/rng.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/core/rng.hpp"
 
 namespace course::bench {
 

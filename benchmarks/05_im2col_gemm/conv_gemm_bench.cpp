@@ -28,9 +28,9 @@
 #include "common/gpu/gpu_engine.hpp"
 #include "05_im2col_gemm/pool_gpu.hpp"
 #include "benchmarks/support/gpu_benchmark.hpp"
-#include "common/cuda_check.hpp"
-#include "common/data.hpp"
-#include "common/rng.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/data/data.hpp"
+#include "common/core/rng.hpp"
 
 namespace {
 

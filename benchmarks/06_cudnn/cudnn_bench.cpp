@@ -35,10 +35,10 @@
 #include "common/gpu/gpu_engine.hpp"
 #include "common/gpu/step_capture.hpp"
 #include "benchmarks/support/gpu_benchmark.hpp"
-#include "common/cuda_check.hpp"
-#include "common/cudnn_check.hpp"
-#include "common/data.hpp"
-#include "common/rng.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/gpu/cudnn_check.hpp"
+#include "common/data/data.hpp"
+#include "common/core/rng.hpp"
 
 namespace {
 

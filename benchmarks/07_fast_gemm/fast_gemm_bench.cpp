@@ -23,7 +23,7 @@
 #include "common/gpu/gpu_engine.hpp"
 #include "benchmarks/04_cuda_matmul/matmul_bench.hpp"
 #include "benchmarks/support/gpu_benchmark.hpp"
-#include "common/data.hpp"
+#include "common/data/data.hpp"
 
 namespace {
 

@@ -18,7 +18,7 @@
 
 #include "08_fused/fused_step.hpp"
 #include "benchmarks/support/gpu_benchmark.hpp"
-#include "common/data.hpp"
+#include "common/data/data.hpp"
 
 namespace {
 

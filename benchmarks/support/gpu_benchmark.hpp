@@ -13,7 +13,7 @@
 #include <string>
 
 #include "benchmarks/support/gpu_timing.hpp"
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 
 namespace course::bench {
 

@@ -12,7 +12,7 @@
 
 #include <cuda_runtime.h>
 
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 
 namespace course::bench {
 

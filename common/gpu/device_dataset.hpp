@@ -6,8 +6,8 @@
 
 #include <cuda_runtime.h>
 
-#include "common/cuda_check.hpp"
-#include "common/data.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/data/data.hpp"
 
 namespace course {
 

@@ -1,6 +1,6 @@
 /// @file device_epoch.cu
 /// @brief The gather that follows the device's step counter, and the counter's advance (given code).
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 #include "common/gpu/device_epoch.hpp"
 
 namespace course {

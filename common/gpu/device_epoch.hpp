@@ -7,8 +7,8 @@
 
 #include <cuda_runtime.h>
 
-#include "common/cuda_check.hpp"
-#include "common/data.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/data/data.hpp"
 #include "common/gpu/device_dataset.hpp"
 #include "common/gpu/device_sums.hpp"
 

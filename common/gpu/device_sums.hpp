@@ -8,17 +8,17 @@
 
 #include <cuda_runtime.h>
 
-#include "common/cuda_check.hpp"
-#include "common/data.hpp"
-#include "common/engine.hpp"
-#include "common/loss_check.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/data/data.hpp"
+#include "common/train/engine.hpp"
+#include "common/train/loss_check.hpp"
 
 namespace course {
 
 /// *to = *from on `stream`, by one thread: `to` is pinned host memory mapped into the device (loss_slots.cu).
 void copy_running_loss_gpu(const double* from, double* to, cudaStream_t stream);
 
-/// The slots of common/loss_check.hpp on a GPU: slot i is one double of pinned
+/// The slots of common/train/loss_check.hpp on a GPU: slot i is one double of pinned
 /// host memory, mapped into the device's address space, where a one-thread kernel
 /// writes the running loss sum (copy_running_loss_gpu, loss_slots.cu: a
 /// cudaMemcpyAsync would cost a step three times as long), and an event recorded
@@ -86,7 +86,7 @@ struct DeviceSums {
 /// `sums` are the DeviceSums the engine's training steps add to, on `stream`. `on_batch`
 /// gets NaN for the loss, which stays on the device; instead, after each step, a copy of
 /// the running loss sum is queued (DeviceLossSlots), and the copy of the step kLossCheckLag back is read
-/// (course::train_steps_checked, common/loss_check.hpp). When one is NaN or Inf, this
+/// (course::train_steps_checked, common/train/loss_check.hpp). When one is NaN or Inf, this
 /// throws course::NonFiniteLoss naming that step: the run stops at most kLossCheckLag
 /// steps later, with no synchronisation per step. When `on_batch` throws (a stop:
 /// Ctrl-C), the steps queued so far are checked first, and a bad one turns the stop

@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/cuda_check.hpp"
-#include "common/gpu_capability.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/gpu/gpu_capability.hpp"
 
 namespace course {
 

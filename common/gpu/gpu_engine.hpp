@@ -34,8 +34,8 @@
 
 #include <cuda_runtime.h>
 
-#include "common/engine.hpp"
-#include "common/epoch_order_ahead.hpp"
+#include "common/train/engine.hpp"
+#include "common/data/epoch_order_ahead.hpp"
 #include "common/gpu/engine_parts.hpp"
 #include "common/gpu/step_capture.hpp"
 #include "common/gpu/step_model.hpp"

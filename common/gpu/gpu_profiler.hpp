@@ -8,8 +8,8 @@
 
 #include <cuda_runtime.h>
 
-#include "common/cuda_check.hpp"
-#include "common/engine.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/train/engine.hpp"
 
 namespace course {
 

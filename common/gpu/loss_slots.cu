@@ -9,7 +9,7 @@
 #include <cuda_runtime.h>
 
 #include "common/gpu/device_sums.hpp"
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 
 namespace course {
 

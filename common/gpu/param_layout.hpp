@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "common/tensor.hpp"
+#include "common/core/tensor.hpp"
 
 namespace course {
 

@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 
 namespace course {
 

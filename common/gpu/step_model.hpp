@@ -21,13 +21,13 @@
 #include <cuda_runtime.h>
 #include <nlohmann/json_fwd.hpp>
 
-#include "common/engine.hpp"
+#include "common/train/engine.hpp"
 
 #include "common/gpu/device_sums.hpp"
 #include "common/gpu/gpu_profiler.hpp"
 #include "common/gpu/gradient_sync.hpp"
 #include "common/gpu/param_layout.hpp"
-#include "common/tensor.hpp"
+#include "common/core/tensor.hpp"
 
 namespace course {
 

@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "common/multi_gpu/bootstrap.hpp"
-#include "common/trainer.hpp"
+#include "common/train/trainer.hpp"
 
 namespace course {
 

@@ -2,7 +2,7 @@
 /// @brief Multi-GPU plumbing (given code, not a lesson): the one-thread kernels of a rank's step (see the header).
 #include "common/multi_gpu/rank_kernels.hpp"
 
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 
 namespace course {
 

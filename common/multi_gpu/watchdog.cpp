@@ -9,8 +9,8 @@
 
 #include "common/multi_gpu/rank_kernels.hpp"
 #include "common/multi_gpu/rank_output.hpp"
-#include "common/cuda_check.hpp"
-#include "common/trainer.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/train/trainer.hpp"
 
 namespace course {
 

@@ -24,8 +24,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "common/arch.hpp"
-#include "common/not_implemented.hpp"
+#include "common/model/arch.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "common/not_implemented.hpp"
-#include "common/rng.hpp"
+#include "common/core/not_implemented.hpp"
+#include "common/core/rng.hpp"
 
 namespace course {
 

@@ -21,10 +21,10 @@
 #include "01_fc_softmax/activations.hpp"
 #include "01_fc_softmax/dense.hpp"
 #include "01_fc_softmax/init.hpp"
-#include "common/arch.hpp"
-#include "common/engine.hpp"
-#include "common/rng.hpp"
-#include "common/tensor.hpp"
+#include "common/model/arch.hpp"
+#include "common/train/engine.hpp"
+#include "common/core/rng.hpp"
+#include "common/core/tensor.hpp"
 
 namespace course {
 

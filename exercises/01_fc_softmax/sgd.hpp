@@ -7,7 +7,7 @@
 /// With momentum 0 this is plain SGD, w <- w - lr * g. The velocity v starts at zero.
 #pragma once
 
-#include "common/not_implemented.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

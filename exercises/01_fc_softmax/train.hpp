@@ -7,9 +7,9 @@
 #include "01_fc_softmax/loss.hpp"
 #include "01_fc_softmax/network.hpp"
 #include "01_fc_softmax/sgd.hpp"
-#include "common/data.hpp"
-#include "common/engine.hpp"
-#include "common/not_implemented.hpp"
+#include "common/data/data.hpp"
+#include "common/train/engine.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

@@ -23,8 +23,8 @@
 
 #include "01_fc_softmax/network.hpp"
 #include "02_conv_pool/layers.hpp"
-#include "common/arch.hpp"
-#include "common/not_implemented.hpp"
+#include "common/model/arch.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

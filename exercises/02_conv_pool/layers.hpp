@@ -15,7 +15,7 @@
 #include "02_conv_pool/conv.hpp"
 #include "02_conv_pool/flatten.hpp"
 #include "02_conv_pool/pool.hpp"
-#include "common/arch.hpp"
+#include "common/model/arch.hpp"
 
 namespace course {
 

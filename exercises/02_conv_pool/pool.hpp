@@ -25,13 +25,13 @@
 #include <stdexcept>
 #include <string>
 
-#include "common/not_implemented.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 
 /// The shape of one pooling layer, max (here) or average (avgpool.hpp): input
 /// planes [C, H, W], a K x K window, stride S, padding P (P < K, so every window
-/// holds at least one image cell: common/arch.hpp explains the rule).
+/// holds at least one image cell: common/model/arch.hpp explains the rule).
 struct PoolGeometry {
   int C = 1, H = 1, W = 1;
   int K = 2, S = 2, P = 0;

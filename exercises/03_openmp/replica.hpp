@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "01_fc_softmax/network.hpp"
-#include "common/arch.hpp"
+#include "common/model/arch.hpp"
 
 namespace course {
 

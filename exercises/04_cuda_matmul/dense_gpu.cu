@@ -14,8 +14,8 @@
 /// dimension (K = B), which is exactly the sum over examples stage 01 wrote out.
 #include "04_cuda_matmul/gemm.hpp"
 #include "04_cuda_matmul/mlp_kernels.hpp"
-#include "common/cuda_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

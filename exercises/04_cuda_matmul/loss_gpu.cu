@@ -9,8 +9,8 @@
 /// epoch instead of once per batch: a copy to the host waits for every queued
 /// kernel, and a wait per batch would cost more than the batch's kernels.
 #include "04_cuda_matmul/mlp_kernels.hpp"
-#include "common/cuda_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

@@ -13,8 +13,8 @@
 /// C. Kernel 3 turns the mapping around; measure both (bench: BM_Matmul/2/...
 /// against BM_Matmul/3/...).
 #include "04_cuda_matmul/matmul_kernels.hpp"
-#include "common/cuda_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

@@ -15,8 +15,8 @@
 /// op(B)[k][n+1]: that product stays uncoalesced here; the tiled kernels fix
 /// it by choosing, per operand, which threads load which element.)
 #include "04_cuda_matmul/matmul_kernels.hpp"
-#include "common/cuda_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

@@ -29,8 +29,8 @@
 /// their slice of K and write their partial product to their own [M, N] matrix;
 /// the caller adds the partials. One launch, as many blocks as the GPU wants.
 #include "04_cuda_matmul/matmul_kernels.hpp"
-#include "common/cuda_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

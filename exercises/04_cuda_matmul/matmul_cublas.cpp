@@ -25,7 +25,7 @@
 #include <cstdint>
 
 #include "04_cuda_matmul/matmul_kernels.hpp"
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 
 namespace course {
 

@@ -27,7 +27,7 @@
 
 #include <cuda_runtime.h>
 
-#include "common/arch.hpp"
+#include "common/model/arch.hpp"
 
 namespace course {
 

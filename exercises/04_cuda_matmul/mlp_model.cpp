@@ -6,7 +6,7 @@
 
 #include "01_fc_softmax/network.hpp"
 #include "04_cuda_matmul/mlp_step.hpp"
-#include "common/rng.hpp"
+#include "common/core/rng.hpp"
 
 namespace course {
 

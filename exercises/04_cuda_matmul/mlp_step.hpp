@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "04_cuda_matmul/gemm.hpp"
-#include "common/arch.hpp"
-#include "common/cuda_check.hpp"
-#include "common/engine.hpp"
+#include "common/model/arch.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/train/engine.hpp"
 #include "common/gpu/step_model.hpp"
 
 namespace course {

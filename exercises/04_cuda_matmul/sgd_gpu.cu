@@ -14,8 +14,8 @@
 /// arguments it was recorded with, but reads memory when it runs, so the
 /// engine changes the rate of a captured step by writing hyper[0].
 #include "04_cuda_matmul/mlp_kernels.hpp"
-#include "common/cuda_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

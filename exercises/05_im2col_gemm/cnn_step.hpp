@@ -31,9 +31,9 @@
 #include "04_cuda_matmul/gemm.hpp"
 #include "05_im2col_gemm/conv_gpu.hpp"
 #include "05_im2col_gemm/split_k.hpp"
-#include "common/arch.hpp"
-#include "common/cuda_check.hpp"
-#include "common/engine.hpp"
+#include "common/model/arch.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/train/engine.hpp"
 #include "common/gpu/step_model.hpp"
 
 namespace course {

@@ -20,8 +20,8 @@
 #include "05_im2col_gemm/arg_checks.hpp"
 #include "05_im2col_gemm/conv_gpu.hpp"
 #include "05_im2col_gemm/im2col.hpp"
-#include "common/cuda_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

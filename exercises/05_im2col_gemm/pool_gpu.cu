@@ -3,8 +3,8 @@
 #include "04_cuda_matmul/mlp_kernels.hpp"
 #include "05_im2col_gemm/arg_checks.hpp"
 #include "05_im2col_gemm/pool_gpu.hpp"
-#include "common/cuda_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

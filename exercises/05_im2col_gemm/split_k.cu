@@ -7,7 +7,7 @@
 #include "04_cuda_matmul/gemm.hpp"
 #include "04_cuda_matmul/mlp_kernels.hpp"
 #include "05_im2col_gemm/split_k.hpp"
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 
 namespace course {
 

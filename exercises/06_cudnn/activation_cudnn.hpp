@@ -14,7 +14,7 @@
 #include <cudnn.h>
 
 #include "06_cudnn/gpu_handles.hpp"
-#include "common/arch.hpp"
+#include "common/model/arch.hpp"
 
 namespace course {
 

@@ -32,7 +32,7 @@
 #include "06_cudnn/conv_algorithms.hpp"
 #include "06_cudnn/descriptors.hpp"
 #include "06_cudnn/gpu_handles.hpp"
-#include "common/engine.hpp"
+#include "common/train/engine.hpp"
 
 namespace course {
 

@@ -10,9 +10,9 @@
 #include "02_conv_pool/layers.hpp"
 #include "06_cudnn/avgpool_cudnn.hpp"
 #include "06_cudnn/cudnn_step.hpp"
-#include "common/cudnn_check.hpp"
-#include "common/model_file.hpp"
-#include "common/rng.hpp"
+#include "common/gpu/cudnn_check.hpp"
+#include "common/model/model_file.hpp"
+#include "common/core/rng.hpp"
 
 namespace course {
 

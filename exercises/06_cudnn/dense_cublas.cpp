@@ -22,9 +22,9 @@
 #include "06_cudnn/dense_cublas.hpp"
 
 #include "06_cudnn/bias_gradient.hpp"
-#include "common/cuda_check.hpp"
-#include "common/cudnn_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/gpu/cudnn_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

@@ -2,9 +2,9 @@
 /// @brief Stage 06 (Task 6.8): log-softmax on cuDNN, then the loss, its gradient and the correct count in one kernel.
 #include "04_cuda_matmul/mlp_kernels.hpp"
 #include "06_cudnn/loss_cudnn.hpp"
-#include "common/cuda_check.hpp"
-#include "common/cudnn_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/gpu/cudnn_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

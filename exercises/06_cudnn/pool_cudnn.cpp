@@ -2,8 +2,8 @@
 /// @brief Stage 06 (Task 6.6): cudnnPoolingForward and cudnnPoolingBackward.
 #include "06_cudnn/pool_cudnn.hpp"
 
-#include "common/cudnn_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cudnn_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

@@ -9,8 +9,8 @@
 
 #include "04_cuda_matmul/matmul_kernels.hpp"
 #include "07_fast_gemm/fast_gemm_kernels.hpp"
-#include "common/cuda_check.hpp"
-#include "common/gpu_capability.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/gpu/gpu_capability.hpp"
 
 namespace course {
 
@@ -50,7 +50,7 @@ Launcher own_launcher(int kernel) {
   throw std::invalid_argument("no stage 07 kernel " + std::to_string(kernel));
 }
 
-/// What a kernel needs of the GPU (common/gpu_features.def) and what runs where it is missing.
+/// What a kernel needs of the GPU (common/gpu/gpu_features.def) and what runs where it is missing.
 struct Fallback {
   int kernel;
   GpuFeature needs;

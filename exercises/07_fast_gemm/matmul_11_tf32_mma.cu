@@ -41,8 +41,8 @@
 #include "07_fast_gemm/ptx.cuh"
 #include "07_fast_gemm/rounding.cuh"
 #include "07_fast_gemm/simt_tiles.cuh"
-#include "common/cuda_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

@@ -40,8 +40,8 @@
 #include "07_fast_gemm/rounding.cuh"
 #include "07_fast_gemm/simt_tiles.cuh"
 #include "07_fast_gemm/wgmma.cuh"
-#include "common/cuda_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

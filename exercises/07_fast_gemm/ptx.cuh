@@ -42,7 +42,7 @@
 /// sm_75 (a T4). There, COURSE_DEVICE_ARCH below 800, kernels 9 to 12 leave their bodies out
 /// of the build (so nothing asks ptxas for cp.async or mma on sm_75), and course::gemm() never
 /// starts them on such a GPU: it runs kernel 8 instead (kernel_that_runs(),
-/// common/gpu_features.def). to_tf32 rounds in software there (the same bits as the instruction).
+/// common/gpu/gpu_features.def). to_tf32 rounds in software there (the same bits as the instruction).
 #pragma once
 
 #include <cuda_runtime.h>

@@ -12,7 +12,7 @@
 #include "08_fused/dense_chain.hpp"
 #include "08_fused/fused_common.cuh"
 #include "08_fused/sgd_multi_tensor.cuh"
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 
 namespace course {
 

@@ -13,8 +13,8 @@
 #include "01_fc_softmax/network.hpp"
 #include "02_conv_pool/cnn.hpp"
 #include "08_fused/partial_sums.hpp"
-#include "common/gpu_capability.hpp"
-#include "common/rng.hpp"
+#include "common/gpu/gpu_capability.hpp"
+#include "common/core/rng.hpp"
 
 namespace course {
 

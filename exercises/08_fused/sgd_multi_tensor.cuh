@@ -26,7 +26,7 @@
 namespace course {
 
 /// Not Task 8.7, glue: the running loss sum after this step into its slot of the loss check
-/// (common/loss_check.hpp), by the one thread of a step-ending kernel (this update, or the
+/// (common/train/loss_check.hpp), by the one thread of a step-ending kernel (this update, or the
 /// dense chain's) that then advances the step counter. The update is the step's last kernel,
 /// so the head's additions to the sum are done; a kernel of one thread after each step did
 /// this before, 1.8 us of a stage 08 step and a gap before the next.

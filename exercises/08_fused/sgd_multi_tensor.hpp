@@ -18,7 +18,7 @@ struct SgdTensor {
   int slices;
 };
 
-/// The copy a step's last kernel makes for the loss check (common/loss_check.hpp, stage 04's
+/// The copy a step's last kernel makes for the loss check (common/train/loss_check.hpp, stage 04's
 /// DeviceLossSlots): the running loss sum after the step into slots[*step % count], by the
 /// thread that then advances the step counter (sgd_multi_tensor.cuh).
 struct LossCheckCopy {  // no member initialisers: it sits in FusedPhase's union (value-initialise it)

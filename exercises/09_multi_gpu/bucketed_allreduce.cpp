@@ -6,8 +6,8 @@
 #include <string>
 
 #include "09_multi_gpu/flat_allreduce.hpp"
-#include "common/cuda_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

@@ -7,7 +7,7 @@
 #include <exception>
 #include <iostream>
 
-#include "common/nccl_check.hpp"
+#include "common/multi_gpu/nccl_check.hpp"
 
 namespace course {
 

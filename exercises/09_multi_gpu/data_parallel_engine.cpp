@@ -16,8 +16,8 @@
 #include "common/multi_gpu/rank_kernels.hpp"
 #include "09_multi_gpu/rank_sums.hpp"
 #include "09_multi_gpu/shard_plan.hpp"
-#include "common/nccl_check.hpp"
-#include "common/rng.hpp"
+#include "common/multi_gpu/nccl_check.hpp"
+#include "common/core/rng.hpp"
 
 namespace course {
 

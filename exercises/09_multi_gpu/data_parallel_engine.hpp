@@ -42,8 +42,8 @@
 #include "09_multi_gpu/communicator.hpp"
 #include "09_multi_gpu/flat_allreduce.hpp"
 #include "09_multi_gpu/peer_allreduce.hpp"
-#include "common/engine.hpp"
-#include "common/epoch_order_ahead.hpp"
+#include "common/train/engine.hpp"
+#include "common/data/epoch_order_ahead.hpp"
 
 namespace course {
 

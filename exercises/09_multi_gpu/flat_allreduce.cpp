@@ -2,8 +2,8 @@
 /// @brief Stage 09 (Task 9.2): the weighted sum over the ranks, and the flat schedule.
 #include "09_multi_gpu/flat_allreduce.hpp"
 
-#include "common/nccl_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/multi_gpu/nccl_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

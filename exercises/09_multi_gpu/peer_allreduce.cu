@@ -2,7 +2,7 @@
 /// @brief Stage 09: the one-shot weighted sum over the GPUs of one host (the kernel; see peer_allreduce.hpp).
 #include "09_multi_gpu/peer_allreduce.hpp"
 
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 
 namespace course {
 

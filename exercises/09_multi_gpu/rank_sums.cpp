@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "common/nccl_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/multi_gpu/nccl_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

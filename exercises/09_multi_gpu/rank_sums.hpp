@@ -23,8 +23,8 @@
 
 #include <vector>
 
-#include "common/cuda_check.hpp"
-#include "common/engine.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/train/engine.hpp"
 
 namespace course {
 

@@ -9,7 +9,7 @@
 
 #include "01_fc_softmax/network.hpp"
 #include "01_fc_softmax/train.hpp"
-#include "common/engine.hpp"
+#include "common/train/engine.hpp"
 
 namespace course {
 

@@ -11,7 +11,7 @@
 
 #include <algorithm>
 
-#include "common/not_implemented.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

@@ -16,7 +16,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "common/not_implemented.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

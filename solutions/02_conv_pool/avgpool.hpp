@@ -30,7 +30,7 @@
 #include <algorithm>
 
 #include "02_conv_pool/pool.hpp"
-#include "common/not_implemented.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

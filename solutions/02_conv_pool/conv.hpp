@@ -43,7 +43,7 @@
 #include <string>
 #include <vector>
 
-#include "common/not_implemented.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

@@ -19,9 +19,9 @@
 #include "03_openmp/first_error.hpp"
 #include "03_openmp/param_chunks.hpp"
 #include "03_openmp/replica.hpp"
-#include "common/data.hpp"
-#include "common/engine.hpp"
-#include "common/not_implemented.hpp"
+#include "common/data/data.hpp"
+#include "common/train/engine.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

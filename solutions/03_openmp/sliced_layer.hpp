@@ -28,8 +28,8 @@
 #include "03_openmp/first_error.hpp"
 #include "03_openmp/param_chunks.hpp"
 #include "03_openmp/shard.hpp"
-#include "common/arch.hpp"
-#include "common/not_implemented.hpp"
+#include "common/model/arch.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

@@ -8,8 +8,8 @@
 /// `slope`, 0.01 unless --leaky-slope says otherwise).
 #include "01_fc_softmax/activations.hpp"
 #include "04_cuda_matmul/mlp_kernels.hpp"
-#include "common/cuda_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

@@ -16,8 +16,8 @@
 
 #include "04_cuda_matmul/gemm.hpp"
 #include "04_cuda_matmul/matmul_kernels.hpp"
-#include "common/cuda_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

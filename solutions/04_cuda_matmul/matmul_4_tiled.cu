@@ -39,8 +39,8 @@
 /// TILE is a template parameter: kernel 4 is TILE = 16 (256 threads a block),
 /// kernel 5 TILE = 32 (1024 threads, the most a block may hold).
 #include "04_cuda_matmul/matmul_kernels.hpp"
-#include "common/cuda_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

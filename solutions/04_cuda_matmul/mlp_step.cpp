@@ -6,7 +6,7 @@
 /// engine queues step after step, and may record one as a CUDA graph.
 #include "04_cuda_matmul/mlp_kernels.hpp"
 #include "04_cuda_matmul/mlp_step.hpp"
-#include "common/not_implemented.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

@@ -11,7 +11,7 @@
 #include "02_conv_pool/cnn.hpp"
 #include "05_im2col_gemm/cnn_step.hpp"
 #include "05_im2col_gemm/im2col.hpp"
-#include "common/rng.hpp"
+#include "common/core/rng.hpp"
 
 namespace course {
 

@@ -7,7 +7,7 @@
 #include "04_cuda_matmul/mlp_kernels.hpp"
 #include "05_im2col_gemm/cnn_step.hpp"
 #include "05_im2col_gemm/pool_gpu.hpp"
-#include "common/not_implemented.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

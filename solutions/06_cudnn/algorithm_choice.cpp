@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/cudnn_check.hpp"
+#include "common/gpu/cudnn_check.hpp"
 
 namespace course {
 

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "common/cudnn_check.hpp"
+#include "common/gpu/cudnn_check.hpp"
 
 namespace course {
 

@@ -3,7 +3,7 @@
 #include "06_cudnn/bias_gradient.hpp"
 
 #include "05_im2col_gemm/conv_gpu.hpp"
-#include "common/cudnn_check.hpp"
+#include "common/gpu/cudnn_check.hpp"
 
 namespace course {
 

@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "common/cudnn_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cudnn_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

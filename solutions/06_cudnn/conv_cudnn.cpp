@@ -6,8 +6,8 @@
 #include <string>
 
 #include "06_cudnn/bias_gradient.hpp"
-#include "common/cudnn_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cudnn_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

@@ -40,9 +40,9 @@
 #include "06_cudnn/descriptors.hpp"
 #include "06_cudnn/gpu_handles.hpp"
 #include "06_cudnn/pool_cudnn.hpp"
-#include "common/arch.hpp"
-#include "common/cuda_check.hpp"
-#include "common/engine.hpp"
+#include "common/model/arch.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/train/engine.hpp"
 #include "common/gpu/step_model.hpp"
 
 namespace course {

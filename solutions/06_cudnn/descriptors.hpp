@@ -37,7 +37,7 @@
 
 #include "02_conv_pool/conv.hpp"
 #include "02_conv_pool/pool.hpp"
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 
 namespace course {
 

@@ -2,9 +2,9 @@
 /// @brief Stage 06 (Task 6.1): creating the handles and binding them to our stream.
 #include "06_cudnn/gpu_handles.hpp"
 
-#include "common/cuda_check.hpp"
-#include "common/cudnn_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/gpu/cudnn_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

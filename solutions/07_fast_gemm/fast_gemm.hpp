@@ -70,7 +70,7 @@ Precision parse_precision(const std::string& name);
 void register_fast_gemm_kernels();
 
 /// The kernel that computes what gemm() is asked of `kernel` on this GPU: the kernel itself, or
-/// what runs where the GPU lacks a feature it needs (common/gpu_features.def, as COURSE_AS_CC may
+/// what runs where the GPU lacks a feature it needs (common/gpu/gpu_features.def, as COURSE_AS_CC may
 /// lower it): 9 and 10 need cp.async (else kernel 8), 11 and 12 their mma shapes (else kernel 10),
 /// 13 to 16 a Hopper and sm_90a code (else 12 or 11). Followed to the end: on a T4, 11 gives 8.
 int kernel_that_runs(int kernel);

@@ -34,10 +34,10 @@
 #include "07_fast_gemm/rounding.cuh"
 #include "07_fast_gemm/simt_tiles.cuh"
 #include "07_fast_gemm/wgmma.cuh"
-#include "common/gpu_capability.hpp"
-#include "common/cuda_check.hpp"
-#include "common/gpu_capability.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/gpu_capability.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/gpu/gpu_capability.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 
@@ -243,7 +243,7 @@ bool fits(const GemmProblem& p, const void* A, const void* B) {
 
 // Asked of the device once per process, not at every call of kernels 13 to 16: a process of this
 // course runs on one device, the one current at the first call. COURSE_AS_CC may make a Hopper
-// choose as an older GPU (common/gpu_capability.hpp).
+// choose as an older GPU (common/gpu/gpu_capability.hpp).
 bool wgmma_available() {
   static const bool hopper = gpu_has(GpuFeature::Wgmma);
   return hopper;

@@ -42,7 +42,7 @@
 #include "07_fast_gemm/simt_tiles.cuh"
 #include "07_fast_gemm/tma.cuh"
 #include "07_fast_gemm/wgmma.cuh"
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 
 namespace course {
 

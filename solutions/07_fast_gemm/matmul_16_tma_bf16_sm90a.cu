@@ -30,7 +30,7 @@
 #include "07_fast_gemm/rounding.cuh"
 #include "07_fast_gemm/tma.cuh"
 #include "07_fast_gemm/wgmma.cuh"
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 
 namespace course {
 

@@ -30,8 +30,8 @@
 #include "04_cuda_matmul/matmul_kernels.hpp"
 #include "07_fast_gemm/fast_gemm_kernels.hpp"
 #include "07_fast_gemm/simt_tiles.cuh"
-#include "common/cuda_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

@@ -3,7 +3,7 @@
 #include "07_fast_gemm/autotune.hpp"
 #include "07_fast_gemm/fast_gemm_kernels.hpp"
 #include "07_fast_gemm/matmul_9_async_copy.cuh"
-#include "common/not_implemented.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

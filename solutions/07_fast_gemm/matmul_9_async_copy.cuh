@@ -36,7 +36,7 @@
 
 #include "04_cuda_matmul/matmul_kernels.hpp"
 #include "07_fast_gemm/simt_tiles.cuh"
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 
 namespace course {
 

@@ -7,8 +7,8 @@
 #include "07_fast_gemm/ptx.cuh"
 #include "07_fast_gemm/rounding.cuh"
 #include "07_fast_gemm/rounding_kernels.hpp"
-#include "common/cuda_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

@@ -32,7 +32,7 @@
 
 #include "07_fast_gemm/fast_gemm_kernels.hpp"
 #include "07_fast_gemm/ptx.cuh"
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 
 namespace course::tma {
 

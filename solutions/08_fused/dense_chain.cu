@@ -50,7 +50,7 @@
 #include "08_fused/dense_chain_backward.cuh"
 #include "08_fused/dense_chain_forward.cuh"
 #include "08_fused/fused_common.cuh"
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 
 namespace course {
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "common/arch.hpp"
+#include "common/model/arch.hpp"
 
 namespace course {
 

@@ -22,7 +22,7 @@
 
 #include "08_fused/conv_block_shape.hpp"
 #include "08_fused/fused_common.hpp"
-#include "common/arch.hpp"
+#include "common/model/arch.hpp"
 
 namespace course {
 

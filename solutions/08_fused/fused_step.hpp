@@ -53,7 +53,7 @@
 
 #include "08_fused/fused_kernels.hpp"
 #include "08_fused/fused_plan.hpp"
-#include "common/engine.hpp"
+#include "common/train/engine.hpp"
 #include "common/gpu/gpu_engine.hpp"
 #include "common/gpu/step_model.hpp"
 

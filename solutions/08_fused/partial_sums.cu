@@ -3,7 +3,7 @@
 #include "08_fused/fused_common.cuh"
 #include "08_fused/fused_common.hpp"
 #include "08_fused/partial_sums.hpp"
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 
 namespace course {
 

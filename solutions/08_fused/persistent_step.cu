@@ -31,8 +31,8 @@
 #include "08_fused/persistent_step.hpp"
 #include "08_fused/sgd_multi_tensor.cuh"
 #include "08_fused/softmax_xent.cuh"
-#include "common/cuda_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

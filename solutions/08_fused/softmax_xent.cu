@@ -6,8 +6,8 @@
 
 #include "08_fused/softmax_xent.cuh"
 #include "08_fused/softmax_xent.hpp"
-#include "common/cuda_check.hpp"
-#include "common/not_implemented.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-#include "common/not_implemented.hpp"
+#include "common/core/not_implemented.hpp"
 
 namespace course {
 

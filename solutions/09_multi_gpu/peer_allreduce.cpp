@@ -7,9 +7,9 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "common/cuda_check.hpp"
-#include "common/gpu_capability.hpp"
-#include "common/nccl_check.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/gpu/gpu_capability.hpp"
+#include "common/multi_gpu/nccl_check.hpp"
 
 namespace course {
 

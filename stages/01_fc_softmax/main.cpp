@@ -3,7 +3,7 @@
 //   s01_train_exercise --model mlp --epochs 10        (your code, from exercises/)
 //   s01_train_solution --layers 784,256:tanh,128,10   (the reference, from solutions/)
 #include "01_fc_softmax/cpu_engine.hpp"
-#include "common/trainer.hpp"
+#include "common/train/trainer.hpp"
 
 int main(int argc, char** argv) {
   // Dense layers only: --help offers no CNN, and a CNN's model file is refused as one.

@@ -9,7 +9,7 @@
 // factory make_cnn_layer adds convolution, max-pooling and flatten.
 #include "01_fc_softmax/cpu_engine.hpp"
 #include "02_conv_pool/cnn.hpp"
-#include "common/trainer.hpp"
+#include "common/train/trainer.hpp"
 
 int main(int argc, char** argv) {
   const course::StageInfo stage{"02_conv_pool", "Stage 02: convolution and max-pooling, one CPU thread"};

@@ -11,7 +11,7 @@
 #include "02_conv_pool/cnn.hpp"
 #include "03_openmp/omp_engine.hpp"
 #include "03_openmp/trainer_options.hpp"
-#include "common/trainer.hpp"
+#include "common/train/trainer.hpp"
 
 int main(int argc, char** argv) {
   const course::StageInfo stage{"03_openmp", "Stage 03: data-parallel and loop-level training with OpenMP, every CPU core",

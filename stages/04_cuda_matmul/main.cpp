@@ -14,9 +14,9 @@
 
 #include "04_cuda_matmul/gemm.hpp"
 #include "04_cuda_matmul/mlp_step.hpp"
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 #include "common/gpu/gpu_engine.hpp"
-#include "common/trainer.hpp"
+#include "common/train/trainer.hpp"
 
 int main(int argc, char** argv) {
   const course::StageInfo stage{"04_cuda_matmul", "Stage 04: the MLP on the GPU, dense layers as GEMMs"};

@@ -20,9 +20,9 @@
 
 #include "04_cuda_matmul/gemm.hpp"
 #include "05_im2col_gemm/cnn_step.hpp"
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 #include "common/gpu/gpu_engine.hpp"
-#include "common/trainer.hpp"
+#include "common/train/trainer.hpp"
 
 namespace {
 

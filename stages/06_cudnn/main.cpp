@@ -18,10 +18,10 @@
 #include <CLI/CLI.hpp>
 
 #include "06_cudnn/cudnn_step.hpp"
-#include "common/checkpoint.hpp"
-#include "common/cuda_check.hpp"
+#include "common/train/checkpoint.hpp"
+#include "common/gpu/cuda_check.hpp"
 #include "common/gpu/gpu_engine.hpp"
-#include "common/trainer.hpp"
+#include "common/train/trainer.hpp"
 
 int main(int argc, char** argv) {
   const course::StageInfo stage{"06_cudnn", "Stage 06: cuDNN and cuBLAS, the training step as one CUDA graph"};

@@ -20,9 +20,9 @@
 #include "05_im2col_gemm/cnn_step.hpp"
 #include "07_fast_gemm/fast_gemm.hpp"
 #include "07_fast_gemm/fast_gemm_step.hpp"
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 #include "common/gpu/gpu_engine.hpp"
-#include "common/trainer.hpp"
+#include "common/train/trainer.hpp"
 
 int main(int argc, char** argv) {
   const course::StageInfo stage{"07_fast_gemm", "Stage 07: warp tiles, asynchronous copies and tensor cores"};

@@ -19,8 +19,8 @@
 #include <CLI/CLI.hpp>
 
 #include "08_fused/fused_step.hpp"
-#include "common/cuda_check.hpp"
-#include "common/trainer.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/train/trainer.hpp"
 
 int main(int argc, char** argv) {
   const course::StageInfo stage{"08_fused", "Stage 08: the training step in a few fused kernels, in one CUDA graph"};

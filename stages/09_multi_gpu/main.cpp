@@ -38,9 +38,9 @@
 #include "common/multi_gpu/multi_gpu_options.hpp"
 #include "common/multi_gpu/rank_output.hpp"
 #include "09_multi_gpu/shard_plan.hpp"
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 #include "common/gpu/gpu_engine.hpp"
-#include "common/trainer.hpp"
+#include "common/train/trainer.hpp"
 
 namespace {
 

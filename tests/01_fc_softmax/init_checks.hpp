@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/rng.hpp"
+#include "common/core/rng.hpp"
 #include "course_test.hpp"
 #include "tensor_check.hpp"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "common/gradcheck.hpp"
+#include "common/check/gradcheck.hpp"
 #include "reference.hpp"
 #include "tensor_check.hpp"
 

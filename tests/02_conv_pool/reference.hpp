@@ -11,7 +11,7 @@
 
 #include "02_conv_pool/conv.hpp"
 #include "02_conv_pool/pool.hpp"
-#include "common/rng.hpp"
+#include "common/core/rng.hpp"
 
 namespace course::reference {
 

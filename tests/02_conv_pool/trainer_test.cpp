@@ -13,7 +13,7 @@
 
 #include "01_fc_softmax/cpu_engine.hpp"
 #include "02_conv_pool/cnn.hpp"
-#include "common/trainer.hpp"
+#include "common/train/trainer.hpp"
 #include "trainer_run.hpp"
 
 using namespace course;

@@ -21,7 +21,7 @@
 #include "03_openmp/param_chunks.hpp"
 #include "03_openmp/replica.hpp"
 #include "03_openmp/shard.hpp"
-#include "common/not_implemented.hpp"
+#include "common/core/not_implemented.hpp"
 #include "evaluate_checks.hpp"
 #include "reduction_checks.hpp"
 #include "shard_checks.hpp"

@@ -17,9 +17,9 @@
 #include "01_fc_softmax/network.hpp"
 #include "02_conv_pool/cnn.hpp"
 #include "03_openmp/replica.hpp"
-#include "common/data.hpp"
-#include "common/engine.hpp"
-#include "common/rng.hpp"
+#include "common/data/data.hpp"
+#include "common/train/engine.hpp"
+#include "common/core/rng.hpp"
 #include "course_test.hpp"
 #include "tensor_check.hpp"
 

@@ -13,7 +13,7 @@
 #include "02_conv_pool/cnn.hpp"
 #include "03_openmp/omp_engine.hpp"
 #include "03_openmp/trainer_options.hpp"
-#include "common/trainer.hpp"
+#include "common/train/trainer.hpp"
 #include "trainer_run.hpp"
 
 using namespace course;

@@ -1,11 +1,11 @@
-// The rules of common/gpu_features.def and COURSE_AS_CC's parsing (gpu_capability.hpp): no GPU
+// The rules of common/gpu/gpu_features.def and COURSE_AS_CC's parsing (gpu_capability.hpp): no GPU
 // needed, so CI checks them. On a GPU, every stage asks these to choose its kernels.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 #include <string>
 
-#include "common/gpu_capability.hpp"
+#include "common/gpu/gpu_capability.hpp"
 #include "expect_contains.hpp"
 
 using course::capability_has;

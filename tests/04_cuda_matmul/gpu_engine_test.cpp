@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "01_fc_softmax/network.hpp"
-#include "common/checkpoint.hpp"
+#include "common/train/checkpoint.hpp"
 #include "engine_config.hpp"
 #include "gpu_testkit.hpp"
 #include "mlp_comparison.hpp"

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "common/cuda_check.hpp"
-#include "common/gradcheck.hpp"
-#include "common/rng.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/check/gradcheck.hpp"
+#include "common/core/rng.hpp"
 #include "gpu_buffers.hpp"
 #include "tensor_check.hpp"
 

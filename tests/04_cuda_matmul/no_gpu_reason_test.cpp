@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 
 using course::no_gpu_reason;
 

@@ -32,7 +32,7 @@
 #include "05_im2col_gemm/pool_gpu.hpp"
 #include "avgpool_tolerance.hpp"
 #include "cnn_comparison.hpp"
-#include "common/data.hpp"
+#include "common/data/data.hpp"
 #include "pool_cases.hpp"
 #include "stage05_support.hpp"
 

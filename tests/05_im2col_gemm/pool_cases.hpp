@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "02_conv_pool/pool.hpp"
-#include "common/mismatch.hpp"
+#include "common/check/mismatch.hpp"
 
 namespace course::s05test {
 

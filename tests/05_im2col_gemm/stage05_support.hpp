@@ -23,9 +23,9 @@
 #include "04_cuda_matmul/gemm.hpp"
 #include "05_im2col_gemm/conv_gpu.hpp"
 #include "05_im2col_gemm/split_k.hpp"
-#include "common/cuda_check.hpp"
-#include "common/rng.hpp"
-#include "common/tensor.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/core/rng.hpp"
+#include "common/core/tensor.hpp"
 #include "conv_shapes.hpp"
 #include "tensor_check.hpp"
 

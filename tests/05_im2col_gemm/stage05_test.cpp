@@ -22,7 +22,7 @@
 #include "05_im2col_gemm/im2col.hpp"
 #include "05_im2col_gemm/pool_gpu.hpp"
 #include "05_im2col_gemm/split_k.hpp"
-#include "common/trainer.hpp"
+#include "common/train/trainer.hpp"
 #include "engine_config.hpp"
 #include "stage05_support.hpp"
 #include "trainer_run.hpp"

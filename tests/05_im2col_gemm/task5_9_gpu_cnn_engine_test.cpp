@@ -33,7 +33,7 @@
 #include "cnn_engine.hpp"
 #include "common/gpu/gpu_engine.hpp"
 #include "cnn_comparison.hpp"
-#include "common/data.hpp"
+#include "common/data/data.hpp"
 #include "stage05_support.hpp"
 
 using namespace course;

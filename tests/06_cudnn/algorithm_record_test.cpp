@@ -16,8 +16,8 @@
 
 #include "06_cudnn/algorithm_choice.hpp"
 #include "cudnn_step_engine.hpp"
-#include "common/checkpoint.hpp"
-#include "common/trainer.hpp"
+#include "common/train/checkpoint.hpp"
+#include "common/train/trainer.hpp"
 #include "s06_support.hpp"
 #include "trainer_process.hpp"
 #include "trainer_run.hpp"

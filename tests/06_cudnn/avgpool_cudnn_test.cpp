@@ -29,7 +29,7 @@
 #include "avgpool_tolerance.hpp"
 #include "cudnn_step_engine.hpp"
 #include "cnn_comparison.hpp"
-#include "common/data.hpp"
+#include "common/data/data.hpp"
 #include "course_test.hpp"
 #include "s06_support.hpp"
 

@@ -12,7 +12,7 @@
 #include "02_conv_pool/cnn.hpp"
 #include "cudnn_step_engine.hpp"
 #include "cnn_comparison.hpp"
-#include "common/data.hpp"
+#include "common/data/data.hpp"
 #include "s06_support.hpp"
 
 using namespace course;

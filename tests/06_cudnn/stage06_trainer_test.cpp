@@ -13,7 +13,7 @@
 #include "05_im2col_gemm/cnn_step.hpp"
 #include "common/gpu/gpu_engine.hpp"
 #include "cudnn_step_engine.hpp"
-#include "common/trainer.hpp"
+#include "common/train/trainer.hpp"
 #include "model_across_stages.hpp"
 #include "s06_support.hpp"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cudnn_step_engine.hpp"
-#include "common/data.hpp"
+#include "common/data/data.hpp"
 #include "common/gpu/device_epoch.hpp"
 #include "common/gpu/step_capture.hpp"
 #include "s06_support.hpp"

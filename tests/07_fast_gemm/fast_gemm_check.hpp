@@ -42,9 +42,9 @@
 #include "04_cuda_matmul/gemm.hpp"
 #include "07_fast_gemm/fast_gemm.hpp"
 #include "07_fast_gemm/fast_gemm_kernels.hpp"
-#include "common/cuda_check.hpp"
-#include "common/gpu_capability.hpp"
-#include "common/rng.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/gpu/gpu_capability.hpp"
+#include "common/core/rng.hpp"
 #include "gpu_buffers.hpp"
 #include "tensor_check.hpp"
 
@@ -59,7 +59,7 @@
   } while (0)
 
 /// Skips the test, saying why, where the GPU (as COURSE_AS_CC may lower it) lacks `feature`
-/// (common/gpu_features.def): `kernels` names the kernels under test ("kernel 11"). Where they
+/// (common/gpu/gpu_features.def): `kernels` names the kernels under test ("kernel 11"). Where they
 /// cannot run, course::gemm() runs another kernel in their place, which its own tests check.
 #define SKIP_WITHOUT_FEATURE(feature, kernels)                                                 \
   do {                                                                                         \

@@ -37,7 +37,7 @@
 #include "02_conv_pool/cnn.hpp"
 #include "07_fast_gemm/fast_gemm_step.hpp"
 #include "cnn_comparison.hpp"
-#include "common/data.hpp"
+#include "common/data/data.hpp"
 #include "common/gpu/gpu_engine.hpp"
 #include "fast_gemm_check.hpp"
 

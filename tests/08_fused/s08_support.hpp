@@ -30,7 +30,7 @@
 #include "02_conv_pool/pool.hpp"
 #include "08_fused/fused_kernels.hpp"
 #include "08_fused/fused_plan.hpp"
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 
 namespace course::s08test {
 

@@ -15,8 +15,8 @@
 #include "02_conv_pool/cnn.hpp"
 #include "08_fused/fused_step.hpp"
 #include "cnn_comparison.hpp"
-#include "common/data.hpp"
-#include "common/gpu_capability.hpp"
+#include "common/data/data.hpp"
+#include "common/gpu/gpu_capability.hpp"
 #include "s08_support.hpp"
 
 using namespace course;

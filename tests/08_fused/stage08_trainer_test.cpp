@@ -14,7 +14,7 @@
 #include "common/gpu/gpu_engine.hpp"
 #include "06_cudnn/cudnn_step.hpp"
 #include "08_fused/fused_step.hpp"
-#include "common/trainer.hpp"
+#include "common/train/trainer.hpp"
 #include "model_across_stages.hpp"
 #include "s08_support.hpp"
 

@@ -9,8 +9,8 @@
 
 #include "08_fused/fused_step.hpp"
 #include "08_fused/fused_kernels.hpp"
-#include "common/data.hpp"
-#include "common/rng.hpp"
+#include "common/data/data.hpp"
+#include "common/core/rng.hpp"
 #include "cnn_comparison.hpp"
 #include "s08_support.hpp"
 

@@ -24,10 +24,10 @@
 
 #include "trainer_process.hpp"
 #include "09_multi_gpu/communicator.hpp"
-#include "common/cuda_check.hpp"
-#include "common/model_file.hpp"
-#include "common/nccl_check.hpp"
-#include "common/rng.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/model/model_file.hpp"
+#include "common/multi_gpu/nccl_check.hpp"
+#include "common/core/rng.hpp"
 
 namespace course::s09test {
 

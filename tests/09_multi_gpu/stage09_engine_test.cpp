@@ -15,8 +15,8 @@
 #include "common/gpu/gpu_engine.hpp"
 #include "09_multi_gpu/communicator.hpp"
 #include "09_multi_gpu/data_parallel_engine.hpp"
-#include "common/data.hpp"
-#include "common/trainer.hpp"
+#include "common/data/data.hpp"
+#include "common/train/trainer.hpp"
 #include "s09_support.hpp"
 
 using namespace course;

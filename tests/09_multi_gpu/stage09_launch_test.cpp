@@ -17,8 +17,8 @@
 #include "common/multi_gpu/launcher.hpp"
 #include "common/multi_gpu/multi_gpu_options.hpp"
 #include "common/multi_gpu/watchdog.hpp"
-#include "common/cli.hpp"
-#include "common/trainer.hpp"
+#include "common/train/cli.hpp"
+#include "common/train/trainer.hpp"
 #include "s09_support.hpp"
 
 using namespace course;

@@ -4,8 +4,8 @@
 
 #include "09_multi_gpu/bucket_plan.hpp"
 #include "09_multi_gpu/scaling_models.hpp"
-#include "common/arch.hpp"
-#include "common/trainer.hpp"
+#include "common/model/arch.hpp"
+#include "common/train/trainer.hpp"
 
 using namespace course;
 

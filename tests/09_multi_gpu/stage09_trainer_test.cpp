@@ -16,10 +16,10 @@
 #include "06_cudnn/cudnn_step.hpp"
 #include "common/gpu/gpu_engine.hpp"
 #include "cnn_comparison.hpp"
-#include "common/data.hpp"
-#include "common/load_data.hpp"
-#include "common/model_file.hpp"
-#include "common/trainer.hpp"
+#include "common/data/data.hpp"
+#include "common/data/load_data.hpp"
+#include "common/model/model_file.hpp"
+#include "common/train/trainer.hpp"
 #include "s09_support.hpp"
 
 using namespace course;

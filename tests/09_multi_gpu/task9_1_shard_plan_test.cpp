@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "09_multi_gpu/shard_plan.hpp"
-#include "common/rng.hpp"
+#include "common/core/rng.hpp"
 #include "tensor_check.hpp"
 
 using namespace course;

@@ -15,7 +15,7 @@
 #include "09_multi_gpu/communicator.hpp"
 #include "09_multi_gpu/flat_allreduce.hpp"
 #include "common/gpu/step_capture.hpp"
-#include "common/nccl_check.hpp"
+#include "common/multi_gpu/nccl_check.hpp"
 #include "s09_support.hpp"
 #include "tensor_check.hpp"
 

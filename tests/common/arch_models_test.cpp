@@ -1,5 +1,5 @@
 // The thesis's named models (m0 .. m4): their specs, inputs, recipes, FLOPs and
-// parameter counts, as common/arch.hpp tabulates them.
+// parameter counts, as common/model/arch.hpp tabulates them.
 #include <gtest/gtest.h>
 #include <gmock/gmock.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/arch.hpp"
+#include "common/model/arch.hpp"
 
 using namespace course;
 using ::testing::HasSubstr;

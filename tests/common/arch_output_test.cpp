@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "common/arch.hpp"
+#include "common/model/arch.hpp"
 #include "error_of.hpp"
 
 using namespace course;

@@ -1,11 +1,11 @@
 // The avgpool token (parse, canonical text, shapes, has_conv) and the padding
-// rule it shares with max-pool (P < K), as common/arch.hpp states them.
+// rule it shares with max-pool (P < K), as common/model/arch.hpp states them.
 #include <gtest/gtest.h>
 #include <gmock/gmock.h>
 
 #include <stdexcept>
 
-#include "common/arch.hpp"
+#include "common/model/arch.hpp"
 
 using namespace course;
 using ::testing::HasSubstr;

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 #include <gmock/gmock.h>
 
-#include "common/arch.hpp"
+#include "common/model/arch.hpp"
 #include "error_of.hpp"
 
 using namespace course;

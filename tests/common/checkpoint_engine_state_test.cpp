@@ -13,10 +13,10 @@
 #include <utility>
 #include <vector>
 
-#include "common/checkpoint.hpp"
-#include "common/engine.hpp"
-#include "common/model_file.hpp"
-#include "common/trainer.hpp"
+#include "common/train/checkpoint.hpp"
+#include "common/train/engine.hpp"
+#include "common/model/model_file.hpp"
+#include "common/train/trainer.hpp"
 #include "expect_contains.hpp"
 #include "one_weight_engine.hpp"
 #include "trainer_process.hpp"

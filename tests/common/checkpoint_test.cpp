@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "common/checkpoint.hpp"
-#include "common/data.hpp"
-#include "common/rng.hpp"
-#include "common/trainer.hpp"
+#include "common/train/checkpoint.hpp"
+#include "common/data/data.hpp"
+#include "common/core/rng.hpp"
+#include "common/train/trainer.hpp"
 #include "expect_contains.hpp"
 #include "trainer_process.hpp"
 #include "trainer_run.hpp"

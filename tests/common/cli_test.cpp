@@ -1,4 +1,4 @@
-// Tests of common/cli: the shared command line, its defaults, its checks and
+// Tests of common/train/cli: the shared command line, its defaults, its checks and
 // its exit codes (0 after --help, 2 for every usage error).
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "common/cli.hpp"
-#include "common/trainer.hpp"
+#include "common/train/cli.hpp"
+#include "common/train/trainer.hpp"
 #include "expect_contains.hpp"
 
 namespace course {

@@ -1,4 +1,4 @@
-// Tests of --dataset folder (common/data_folder.cpp): decode_image() and
+// Tests of --dataset folder (common/data/data_folder.cpp): decode_image() and
 // load_image_folder() on PNG and JPEG files these tests write themselves with
 // stb_image_write (Debian: libstb-dev), in a fresh temporary folder each.
 #include <gmock/gmock.h>
@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "common/data.hpp"
-#include "common/load_data.hpp"
-#include "common/data_transform.hpp"
+#include "common/data/data.hpp"
+#include "common/data/load_data.hpp"
+#include "common/data/data_transform.hpp"
 #include "error_of.hpp"
 
 #ifdef COURSE_HAVE_STB_WRITE

@@ -1,4 +1,4 @@
-// Tests of the data layer (common/data.hpp): the IDX, CIFAR-10 and CSV loaders
+// Tests of the data layer (common/data/data.hpp): the IDX, CIFAR-10 and CSV loaders
 // on small files written here, the synthetic set, load_data() and Batcher.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -19,9 +19,9 @@
 #include <zlib.h>
 #endif
 
-#include "common/data.hpp"
-#include "common/load_data.hpp"
-#include "common/rng.hpp"
+#include "common/data/data.hpp"
+#include "common/data/load_data.hpp"
+#include "common/core/rng.hpp"
 #include "error_of.hpp"
 
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-// Tests of common/data_transform: --resize (bilinear, against values worked out
+// Tests of common/data/data_transform: --resize (bilinear, against values worked out
 // by hand and the properties of the convention), --channels, and the
 // --val-fraction split, alone and through load_data().
 #include <gmock/gmock.h>
@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "common/data.hpp"
-#include "common/load_data.hpp"
-#include "common/data_transform.hpp"
-#include "common/rng.hpp"
+#include "common/data/data.hpp"
+#include "common/data/load_data.hpp"
+#include "common/data/data_transform.hpp"
+#include "common/core/rng.hpp"
 #include "error_of.hpp"
 
 namespace course {

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/epoch_order_ahead.hpp"
-#include "common/rng.hpp"
+#include "common/data/epoch_order_ahead.hpp"
+#include "common/core/rng.hpp"
 
 using namespace course;
 

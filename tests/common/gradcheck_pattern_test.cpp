@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "common/gradcheck.hpp"
+#include "common/check/gradcheck.hpp"
 
 using namespace course;
 

@@ -1,5 +1,5 @@
 // The diverged-loss check of the GPU engines, without a GPU: the bookkeeping of
-// common/loss_check.hpp on host "slots", and the trainer driving an engine that
+// common/train/loss_check.hpp on host "slots", and the trainer driving an engine that
 // checks its loss that way (NonFiniteLoss: exit 4 naming the first bad step, a
 // Ctrl-C inside the lag, a resume inside the epoch, the nondeterminism note).
 #include <gtest/gtest.h>
@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "common/checkpoint.hpp"
-#include "common/loss_check.hpp"
-#include "common/trainer.hpp"
+#include "common/train/checkpoint.hpp"
+#include "common/train/loss_check.hpp"
+#include "common/train/trainer.hpp"
 #include "expect_contains.hpp"
 #include "one_weight_engine.hpp"
 #include "trainer_process.hpp"

@@ -1,4 +1,4 @@
-// Tests of common/metrics: the confusion matrix and the per-class figures,
+// Tests of common/train/metrics: the confusion matrix and the per-class figures,
 // against a small example worked by hand.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "common/metrics.hpp"
+#include "common/train/metrics.hpp"
 
 namespace course {
 namespace {

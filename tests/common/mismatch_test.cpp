@@ -1,4 +1,4 @@
-// The diagnosis of a wrong tensor (common/mismatch.hpp) and its GoogleTest message
+// The diagnosis of a wrong tensor (common/check/mismatch.hpp) and its GoogleTest message
 // (tests/support/tensor_check.hpp): each planted slip must be named, and a tensor wrong in
 // no particular way must be named as nothing.
 #include <gtest/gtest.h>
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "common/gradcheck.hpp"
-#include "common/mismatch.hpp"
+#include "common/check/gradcheck.hpp"
+#include "common/check/mismatch.hpp"
 #include "tensor_check.hpp"
 
 using namespace course;

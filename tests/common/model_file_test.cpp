@@ -1,4 +1,4 @@
-// Tests of common/model_file: exact round trips, every refusal with its
+// Tests of common/model/model_file: exact round trips, every refusal with its
 // message, and the atomic write that keeps the previous file on failure.
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <limits>
 #include <string>
 
-#include "common/model_file.hpp"
+#include "common/model/model_file.hpp"
 #include "error_of.hpp"
 #include "expect_contains.hpp"
 #include "trainer_process.hpp"

@@ -6,7 +6,7 @@
 #include <set>
 #include <vector>
 
-#include "common/rng.hpp"
+#include "common/core/rng.hpp"
 
 using namespace course;
 

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "common/trainer.hpp"
+#include "common/train/trainer.hpp"
 
 using course::scheduled_learning_rate;
 

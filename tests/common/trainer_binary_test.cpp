@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "common/model_file.hpp"
+#include "common/model/model_file.hpp"
 #include "expect_contains.hpp"
 #include "trainer_process.hpp"
 

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/arch.hpp"
-#include "common/trainer.hpp"
+#include "common/model/arch.hpp"
+#include "common/train/trainer.hpp"
 #include "expect_contains.hpp"
 #include "trainer_process.hpp"
 #include "trainer_run.hpp"

@@ -1,4 +1,4 @@
-// Tests of common/trainer end to end, with a fake Engine defined here: the
+// Tests of common/train/trainer end to end, with a fake Engine defined here: the
 // trainer's job is the plumbing (data, output, JSON, model files, exit
 // codes), so canned numbers are enough to check every path.
 #include <gtest/gtest.h>
@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include "common/not_implemented.hpp"
-#include "common/progress.hpp"
-#include "common/trainer.hpp"
+#include "common/core/not_implemented.hpp"
+#include "common/train/progress.hpp"
+#include "common/train/trainer.hpp"
 #include "expect_contains.hpp"
 #include "trainer_process.hpp"
 #include "trainer_run.hpp"

@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
-#include "common/data.hpp"
-#include "common/engine.hpp"
-#include "common/trainer.hpp"
+#include "common/data/data.hpp"
+#include "common/train/engine.hpp"
+#include "common/train/trainer.hpp"
 #include "trainer_process.hpp"
 #include "trainer_safety.hpp"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 #include "gpu_stage_table.hpp"
 #include "trainer_safety.hpp"
 

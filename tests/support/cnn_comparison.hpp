@@ -20,10 +20,10 @@
 
 #include "01_fc_softmax/cpu_engine.hpp"
 #include "02_conv_pool/cnn.hpp"
-#include "common/arch.hpp"
-#include "common/data.hpp"
-#include "common/engine.hpp"
-#include "common/rng.hpp"
+#include "common/model/arch.hpp"
+#include "common/data/data.hpp"
+#include "common/train/engine.hpp"
+#include "common/core/rng.hpp"
 #include "engine_config.hpp"
 #include "tensor_check.hpp"
 

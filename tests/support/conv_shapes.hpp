@@ -3,7 +3,7 @@
 #pragma once
 
 #include "02_conv_pool/conv.hpp"
-#include "common/mismatch.hpp"
+#include "common/check/mismatch.hpp"
 
 namespace course::testkit {
 

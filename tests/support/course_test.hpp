@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "common/gradcheck.hpp"
-#include "common/rng.hpp"
+#include "common/check/gradcheck.hpp"
+#include "common/core/rng.hpp"
 #include "tensor_check.hpp"
 
 namespace course::testkit {

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "common/arch.hpp"
-#include "common/engine.hpp"
+#include "common/model/arch.hpp"
+#include "common/train/engine.hpp"
 
 namespace course::testkit {
 

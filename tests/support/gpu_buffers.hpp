@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 
 /// Skips the test, printing why, when no CUDA GPU can be used.
 #ifndef SKIP_WITHOUT_GPU

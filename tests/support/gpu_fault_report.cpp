@@ -29,7 +29,7 @@
 #include <string>
 #include <thread>
 
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 #include "gpu_fault_message.hpp"
 
 namespace course::gpu_fault {

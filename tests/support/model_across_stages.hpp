@@ -15,8 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/engine.hpp"
-#include "common/trainer.hpp"
+#include "common/train/engine.hpp"
+#include "common/train/trainer.hpp"
 #include "trainer_run.hpp"
 
 namespace course::trainer_run {

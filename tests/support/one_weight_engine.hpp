@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "common/engine.hpp"
-#include "common/tensor.hpp"
+#include "common/train/engine.hpp"
+#include "common/core/tensor.hpp"
 
 namespace course::testkit {
 

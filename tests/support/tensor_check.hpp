@@ -1,6 +1,6 @@
 // A tensor against the values it should hold, with the message a learner needs on failure:
 // the tensor and its shape, expected and actual at the first wrong entries and at the worst,
-// and the slip that explains them where one does (common/mismatch.hpp: a transpose, a sign,
+// and the slip that explains them where one does (common/check/mismatch.hpp: a transpose, a sign,
 // a factor, a term, an index off by one, entries never written; or one of the test's own
 // known slips, computed by the test: "what reading W as [IN, OUT] gives").
 //
@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "common/mismatch.hpp"
+#include "common/check/mismatch.hpp"
 
 namespace course::testkit {
 
@@ -126,7 +126,7 @@ inline EntryRule entry_rule(Tolerance tol) {
 /// flat one, and said). A tensor whose every entry passes (a helper that also bounds the whole
 /// tensor's error, and found that too large) is described by its notes and the entry nearest its
 /// bound. The diagnosis is one of the test's known slips (the values a mistake the test knows
-/// would give), or else common/mismatch.hpp's, under `rule.close`.
+/// would give), or else common/check/mismatch.hpp's, under `rule.close`.
 inline std::string describe_mismatch(const std::string& what, const TensorShape& shape_in,
                                      const std::vector<double>& actual, const std::vector<double>& expected,
                                      const EntryRule& rule, const std::vector<KnownSlip>& slips = {},

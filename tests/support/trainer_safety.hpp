@@ -23,10 +23,10 @@
 #include <thread>
 #include <vector>
 
-#include "common/checkpoint.hpp"
-#include "common/loss_check.hpp"
-#include "common/model_file.hpp"
-#include "common/trainer.hpp"
+#include "common/train/checkpoint.hpp"
+#include "common/train/loss_check.hpp"
+#include "common/model/model_file.hpp"
+#include "common/train/trainer.hpp"
 #include "trainer_process.hpp"
 #include "trainer_run.hpp"
 

@@ -1,4 +1,4 @@
-"""The course's random numbers in Python: common/rng.cpp line for line, so a peer framework visits the
+"""The course's random numbers in Python: common/core/rng.cpp line for line, so a peer framework visits the
 same examples in the same batches as every stage (epoch_order) and tests can redraw what a trainer drew.
 
 xoshiro256** seeded through splitmix64, unbiased integers by rejection, Box-Muller normals. Python's

@@ -1,4 +1,4 @@
-"""IDX data sets (MNIST, Fashion-MNIST) as common/data.cpp finds and reads them, for a peer framework
+"""IDX data sets (MNIST, Fashion-MNIST) as common/data/data.cpp finds and reads them, for a peer framework
 that must train on exactly the stages' numbers.
 
 The trainers look in --data-dir, else ./data/NAME, ./data and (Fashion-MNIST) the Debian package's
@@ -40,7 +40,7 @@ class IdxSet:
 
 
 def unit_table():
-    """array('f') of the 256 values float(b) / 255.0f, as common/data.cpp's byte_to_unit(). The quotient is
+    """array('f') of the 256 values float(b) / 255.0f, as common/data/data.cpp's byte_to_unit(). The quotient is
     rounded to double, then to float; for a division that double rounding gives the correctly rounded
     float (53 >= 2 * 24 + 2 bits), the same as the C++ float division."""
     return array("f", [b / 255.0 for b in range(256)])
@@ -86,7 +86,7 @@ def _read(path):
 
 def parse_idx(images, labels, images_path="images", labels_path="labels"):
     """(pixels, labels, rows, cols) from the bytes of an IDX image file and its label file (already
-    gunzipped). Raises DataError like common/data.cpp's parse_idx: magic numbers, sizes, labels 0..9."""
+    gunzipped). Raises DataError like common/data/data.cpp's parse_idx: magic numbers, sizes, labels 0..9."""
     for data, path, magic, header in ((images, images_path, IMAGES_MAGIC, 16), (labels, labels_path, LABELS_MAGIC, 8)):
         if len(data) < 4 or struct.unpack(">I", data[:4])[0] != magic:
             found = f"0x{struct.unpack('>I', data[:4])[0]:08X}" if len(data) >= 4 else "nothing"

@@ -1,4 +1,4 @@
-"""The course's model files (common/model_file.hpp, format version 1) in Python: what a trainer's
+"""The course's model files (common/model/model_file.hpp, format version 1) in Python: what a trainer's
 --save writes and its --load reads, so another framework can start from the course's weights and
 hand its own back.
 
@@ -55,7 +55,7 @@ class Model:
 
 
 def fnv1a64(data, h=FNV_OFFSET):
-    """FNV-1a 64 of `data` (bytes), as common/model_file.cpp computes the checksum."""
+    """FNV-1a 64 of `data` (bytes), as common/model/model_file.cpp computes the checksum."""
     mask = (1 << 64) - 1
     for b in data:
         h = ((h ^ b) * FNV_PRIME) & mask
@@ -156,7 +156,7 @@ def read_model(path):
 
 
 def encode(model):
-    """The bytes of `model` in the format the trainers read (common/model_file.cpp's encode_model)."""
+    """The bytes of `model` in the format the trainers read (common/model/model_file.cpp's encode_model)."""
     def u32(v):
         return struct.pack("<I", v)
 

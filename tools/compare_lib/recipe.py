@@ -1,8 +1,8 @@
 """The course's training recipe in Python, for a peer framework that must train exactly as the stages
-do and for the tests that check it: architecture specs (common/arch.cpp), the parameters a spec has,
+do and for the tests that check it: architecture specs (common/model/arch.cpp), the parameters a spec has,
 in model order and the stages' layouts, He initialisation (solutions/01_fc_softmax/init.hpp), the
 weights the GPU-against-CPU comparisons start from (tests/support/cnn_comparison.hpp), and the
-learning-rate schedule (common/trainer.cpp).
+learning-rate schedule (common/train/trainer.cpp).
 
 What the stages do per step, which a peer must match:
   - loss: softmax cross-entropy, the mean over the batch (the last batch of an epoch may be smaller);
@@ -140,7 +140,7 @@ def spread_values(shapes, seed):
 
 def scheduled_learning_rate(lr, schedule, epoch, epochs):
     """The rate of epoch `epoch` (0-based) of `epochs`: "constant" gives lr; "cosine" gives
-    lr * (1 + cos(pi * epoch / epochs)) / 2 (common/trainer.cpp)."""
+    lr * (1 + cos(pi * epoch / epochs)) / 2 (common/train/trainer.cpp)."""
     if schedule == "constant":
         return lr
     if schedule == "cosine":

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .stages import trainer_path, not_built_reason
 
-EXIT_USAGE = 2           # common/trainer.hpp: a bad command line, or a model the stage cannot run
+EXIT_USAGE = 2           # common/train/trainer.hpp: a bad command line, or a model the stage cannot run
 EXIT_NOT_IMPLEMENTED = 3  # an exercise hole was reached
 EXIT_DIVERGED = 4
 
@@ -205,7 +205,7 @@ def _fill_ok(run, results):
 
 def setup_seconds(results):
     """The seconds a run spent before its first epoch on one-off costs, untimed in its epochs: a stage
-    trainer's "setup" (common/trainer_epochs.cpp), a peer's "warmup_seconds" (tools/peers/pytorch_peer.py)."""
+    trainer's "setup" (common/train/trainer_epochs.cpp), a peer's "warmup_seconds" (tools/peers/pytorch_peer.py)."""
     setup = results.get("setup")
     if isinstance(setup, dict) and "seconds" in setup:
         return float(setup["seconds"])

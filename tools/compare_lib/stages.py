@@ -48,7 +48,7 @@ class Stage:
         return model in self.models
 
 
-# Rows of a GPU stage run as an older GPU would run it (the fallbacks of common/gpu_features.def).
+# Rows of a GPU stage run as an older GPU would run it (the fallbacks of common/gpu/gpu_features.def).
 AS_SM75 = Variant("as_sm75", (), (("COURSE_AS_CC", "7.5"),))
 AS_SM80 = Variant("as_sm80", (), (("COURSE_AS_CC", "8.0"),))
 
@@ -67,7 +67,7 @@ KNOWN_STAGES = (
     Stage("06_cudnn", "GPU", gpu=True, needs="a CUDA toolkit and cuDNN"),
     # Its own row is FP32 (the trainer's default, kernel 10); every reduced-precision run states its
     # precision and its accuracy next to the FP32 run (docs/architecture.md, the figures).
-    # Its "as_sm75" row runs the kernels a T4 would (COURSE_AS_CC, common/gpu_capability.hpp): kernel 8
+    # Its "as_sm75" row runs the kernels a T4 would (COURSE_AS_CC, common/gpu/gpu_capability.hpp): kernel 8
     # in place of kernel 10, as README's table of GPUs says.
     Stage("07_fast_gemm", "GPU", gpu=True, needs="a CUDA toolkit",
           variants=(Variant("tf32", ("--precision", "tf32")), Variant("bf16", ("--precision", "bf16")),

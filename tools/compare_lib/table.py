@@ -91,7 +91,7 @@ def images_text(r):
 def split_reason(reason):
     """(what the row shows, its explanation or ""): a reason that explains itself in words after the message
     it quotes ('no usable GPU: ...runtime version (this machine has no NVIDIA driver...): stages 01-03 run
-    here...', common/cuda_check.hpp) shows the quoted message in its row and the explanation once below."""
+    here...', common/gpu/cuda_check.hpp) shows the quoted message in its row and the explanation once below."""
     cut = reason.find(" (")
     if cut < 0 or len(reason) <= 120:
         return reason, ""

@@ -3,7 +3,7 @@
 A stage is a GPU stage when CMake registers it as one: `course_stage(... GPU)` in stages/NN_name/CMakeLists.txt
 (cmake/CourseStage.cmake), the one place that says so. A GPU is usable when the NVIDIA driver loads
 (libcuda.so.1), initialises, lists a device, and supports the CUDA version of the toolkit the stages are
-built with. The reasons use the words of common/cuda_check.hpp's no_gpu_reason, which the GPU tests and
+built with. The reasons use the words of common/gpu/cuda_check.hpp's no_gpu_reason, which the GPU tests and
 trainers print.
 
 COURSE_ASSUME_GPU=1 or 0 overrides the detection (the tests use it; so can a learner whose GPU is not found).
@@ -17,7 +17,7 @@ from pathlib import Path
 from .common import ROOT, build_dir
 
 STAGE_CALL = re.compile(r"^\s*course_stage\(\s*(\d\d_\w+)\b([^)]*)\)", re.M)
-# What still works without a GPU (common/cuda_check.hpp's kWithoutGpuHere says it at length).
+# What still works without a GPU (common/gpu/cuda_check.hpp's kWithoutGpuHere says it at length).
 CPU_ONLY_NOTE = "their tests and trainers need one"  # (a GPU)
 
 

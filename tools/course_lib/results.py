@@ -143,7 +143,7 @@ def run_task(exe, task, stage):
 
 def skip_reason(results):
     """Why a task's tests skipped, from run_task's results: GoogleTest's message without its "Skipped" line
-    (where the GPU is missing, common/cuda_check.hpp's no_gpu_reason: what it means, what works here)."""
+    (where the GPU is missing, common/gpu/cuda_check.hpp's no_gpu_reason: what it means, what works here)."""
     for _, state, message in results:
         lines = [l.strip() for l in message.splitlines() if l.strip() and l.strip() != "Skipped"]
         if state == "skipped" and lines:

@@ -1,9 +1,9 @@
 """The three studies' setups and figures, as the course transcribes them from the studies (and nothing more:
 where a study's figure was not transcribed, the tables say so rather than guess it).
 
-The thesis's models are the trainers' named models m0 .. m4 (common/arch.hpp); THESIS_MODELS repeats
+The thesis's models are the trainers' named models m0 .. m4 (common/model/arch.hpp); THESIS_MODELS repeats
 their inputs and recipes for the runs, and tools/tests/test_replicate.py checks it against
-common/arch.cpp, the one place that defines them."""
+common/model/arch.cpp, the one place that defines them."""
 
 # ---- the bachelor's thesis on CNN training in C++ (sequential, OpenMP, CUDA, cuDNN) ----------
 

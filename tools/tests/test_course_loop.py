@@ -180,7 +180,7 @@ class GpuDetection(unittest.TestCase):
         self.assertIn("COURSE_ASSUME_GPU=0", found.reason)
 
     def test_each_case_in_the_words_of_no_gpu_reason(self):
-        # common/cuda_check.hpp's no_gpu_reason says the same in its parentheses.
+        # common/gpu/cuda_check.hpp's no_gpu_reason says the same in its parentheses.
         self.assertEqual(gpu.detect({}, load=lambda: None), gpu.Gpu(False, NO_DRIVER))
         self.assertIn("(the NVIDIA driver is installed but sees no GPU)",
                       gpu.detect({}, cuda=FakeDriver(init=100)).reason)

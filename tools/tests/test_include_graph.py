@@ -1,6 +1,7 @@
 """tools/include_graph.py: common/ includes in one direction. A miniature common/ in a temporary folder:
-a clean one passes; a loop through a source file (the data.cpp / data_transform.hpp kind), a loop of three
-headers, an include of the layer above and an include of a stage's code each fail, naming the files.
+a clean one passes; a loop through a source file (the data.cpp / data_transform.hpp kind), a loop of two
+headers, an include of a layer above, an include of a stage's code and a file in no layer each fail,
+naming the files.
 (The repository itself is checked by tools/test.d/include-graph.)
 
     python3 -m unittest tools.tests.test_include_graph     (tools/test.d/compare-selftest runs it)
@@ -16,16 +17,17 @@ sys.path.insert(0, str(ROOT / "tools"))
 import include_graph  # noqa: E402
 
 CLEAN = {
-    "common/data.hpp": '#include "common/arch.hpp"\n',
-    "common/data.cpp": '#include "common/data.hpp"\n',
-    "common/arch.hpp": "",
-    "common/load_data.hpp": '#include "common/data.hpp"\n',
-    "common/load_data.cpp": '#include "common/load_data.hpp"\n#include "common/data_transform.hpp"\n',
-    "common/data_transform.hpp": '#include "common/data.hpp"\n',
-    "common/gpu/gpu_engine.hpp": '#include "common/engine.hpp"\n#include "common/gpu/step_capture.hpp"\n',
+    "common/core/rng.hpp": "",
+    "common/model/arch.hpp": '#include "common/core/rng.hpp"\n',
+    "common/data/data.hpp": '#include "common/model/arch.hpp"\n',
+    "common/data/data.cpp": '#include "common/data/data.hpp"\n',
+    "common/data/load_data.hpp": '#include "common/data/data.hpp"\n',
+    "common/data/load_data.cpp": '#include "common/data/load_data.hpp"\n#include "common/data/data_transform.hpp"\n',
+    "common/data/data_transform.hpp": '#include "common/data/data.hpp"\n',
+    "common/train/engine.hpp": '#include "common/data/data.hpp"\n',
+    "common/gpu/gpu_engine.hpp": '#include "common/train/engine.hpp"\n#include "common/gpu/step_capture.hpp"\n',
     "common/gpu/step_capture.hpp": "",
     "common/gpu/step_capture.cu": '#include "common/gpu/step_capture.hpp"\n',
-    "common/engine.hpp": '#include "common/data.hpp"\n',
     "common/multi_gpu/launcher.cpp": '#include "common/gpu/gpu_engine.hpp"\n',
 }
 
@@ -44,27 +46,35 @@ class IncludeGraphTest(unittest.TestCase):
         self.assertEqual(problems({}), [])
 
     def test_loop_through_a_source_file(self):
-        found = problems({"common/data.cpp": '#include "common/data.hpp"\n#include "common/data_transform.hpp"\n'})
+        found = problems({"common/data/data.cpp":
+                          '#include "common/data/data.hpp"\n#include "common/data/data_transform.hpp"\n'})
         self.assertEqual(len(found), 1, found)
-        self.assertIn("include loop among common/data, common/data_transform", found[0])
+        self.assertIn("include loop among common/data/data, common/data/data_transform", found[0])
 
-    def test_loop_of_three_headers(self):
-        found = problems({"common/arch.hpp": '#include "common/engine.hpp"\n'})
+    def test_loop_of_two_headers(self):
+        found = problems({"common/data/data_transform.hpp": '#include "common/data/load_data.hpp"\n'})
         self.assertEqual(len(found), 1, found)
-        self.assertIn("common/arch, common/data, common/engine", found[0])
+        self.assertIn("common/data/data_transform, common/data/load_data", found[0])
 
-    def test_include_of_the_layer_above(self):
-        found = problems({"common/engine.hpp": '#include "common/gpu/step_capture.hpp"\n'})
-        self.assertEqual(found, ["common/engine.hpp:1: includes common/gpu/step_capture.hpp, of the layer above "
-                                 "(common/gpu is above common)"])
+    def test_include_of_a_layer_above(self):
+        found = problems({"common/train/engine.hpp": '#include "common/gpu/step_capture.hpp"\n'})
+        self.assertEqual(found, ["common/train/engine.hpp:1: includes common/gpu/step_capture.hpp, of the layer "
+                                 "above (common/gpu is above common/train)"])
         found = problems({"common/gpu/step_capture.cu": '\n#include "common/multi_gpu/launcher.hpp"\n'})
         self.assertEqual(len(found), 1, found)
         self.assertIn("common/gpu/step_capture.cu:2:", found[0])
+        found = problems({"common/data/data.hpp": '#include "common/train/engine.hpp"\n'})
+        self.assertIn("common/data/data.hpp:1: includes common/train/engine.hpp, of the layer above", found[0])
 
     def test_include_of_a_stage(self):
-        found = problems({"common/engine.hpp": '#include "04_cuda_matmul/mlp_step.hpp"\n'})
+        found = problems({"common/train/engine.hpp": '#include "04_cuda_matmul/mlp_step.hpp"\n'})
         self.assertEqual(len(found), 1, found)
         self.assertIn("a stage's code", found[0])
+
+    def test_a_file_in_no_layer(self):
+        found = problems({"common/helpers.hpp": ""})
+        self.assertEqual(len(found), 1, found)
+        self.assertIn("common/helpers.hpp: at common/'s root, in no layer", found[0])
 
     def test_the_repository_passes(self):
         self.assertEqual(include_graph.problems(ROOT), [])

@@ -1,5 +1,5 @@
 """Tests of tools/make_tabular.py: the same bytes for the same seed, and files the course's
-CSV loader reads (common/data.cpp parse_csv: an optional header line of non-numeric cells,
+CSV loader reads (common/data/data.cpp parse_csv: an optional header line of non-numeric cells,
 then rows of equal width, numeric features first, a whole non-negative class label last).
 
     python3 -m unittest discover -s tools/tests

@@ -1,5 +1,5 @@
 """The comparison's skipped rows on a machine without a GPU: each row quotes CUDA's words, and what they
-mean here (common/cuda_check.hpp's no_gpu_reason) is said once, under the table.
+mean here (common/gpu/cuda_check.hpp's no_gpu_reason) is said once, under the table.
 
     python3 -m unittest tools.tests.test_no_gpu_reason     (tools/test.d/compare-selftest runs it)
 """

@@ -87,7 +87,7 @@ def markdown_tables_are_whole(lines, test):
 
 class TheStudiesFigures(unittest.TestCase):
     def test_the_thesis_models_are_those_of_arch_cpp(self):
-        text = (ROOT / "common" / "arch.cpp").read_text()
+        text = (ROOT / "common" / "model" / "arch.cpp").read_text()
         found = re.findall(r'\{"(m\d)",.*?Shape3\{(\d+), (\d+), (\d+)\}, TrainingRecipe\{(\d+), (\d+), ([0-9.e-]+)\}\}',
                            text, re.S)
         self.assertEqual([f[0] for f in found], list(studies.THESIS_MODELS))
@@ -97,7 +97,7 @@ class TheStudiesFigures(unittest.TestCase):
             self.assertEqual((m["batch"], m["images"]), (int(batch), int(images)), name)
             self.assertAlmostEqual(m["lr"], float(lr), msg=name)
         # The FLOPs are arch.hpp's table.
-        table = (ROOT / "common" / "arch.hpp").read_text()
+        table = (ROOT / "common" / "model" / "arch.hpp").read_text()
         for name, m in studies.THESIS_MODELS.items():
             self.assertIn(f"{m['flops']:,}", table, name)
 

@@ -25,7 +25,7 @@
 #include <omp.h>
 #endif
 
-#include "common/rng.hpp"
+#include "common/core/rng.hpp"
 
 namespace course::pool_study {
 namespace {

@@ -23,8 +23,8 @@
 #include "04_cuda_matmul/gemm.hpp"
 #include "benchmarks/04_cuda_matmul/sweep/mlp_shapes.hpp"
 #include "benchmarks/support/gpu_timing.hpp"
-#include "common/cuda_check.hpp"
-#include "common/rng.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/core/rng.hpp"
 
 namespace {
 

@@ -22,7 +22,7 @@
 #include "05_im2col_gemm/pool_gpu.hpp"
 #include "benchmarks/03_openmp/pool_study/pool_study.hpp"
 #include "benchmarks/support/gpu_timing.hpp"
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 
 namespace course::pool_study {
 namespace {

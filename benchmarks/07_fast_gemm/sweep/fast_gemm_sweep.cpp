@@ -45,9 +45,9 @@
 #include "07_fast_gemm/rounding_kernels.hpp"
 #include "benchmarks/04_cuda_matmul/sweep/mlp_shapes.hpp"
 #include "benchmarks/support/gpu_timing.hpp"
-#include "common/cuda_check.hpp"
-#include "common/gpu_capability.hpp"
-#include "common/rng.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/gpu/gpu_capability.hpp"
+#include "common/core/rng.hpp"
 #include "roofline.hpp"
 #include "tf32_inputs.hpp"
 

@@ -7,8 +7,8 @@
 
 #include "07_fast_gemm/ptx.cuh"
 #include "benchmarks/support/gpu_timing.hpp"
-#include "common/cuda_check.hpp"
-#include "common/gpu_capability.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/gpu/gpu_capability.hpp"
 
 namespace roofline {
 

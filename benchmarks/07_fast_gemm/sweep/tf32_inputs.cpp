@@ -7,8 +7,8 @@
 
 #include "07_fast_gemm/fast_gemm.hpp"
 #include "07_fast_gemm/rounding.cuh"
-#include "common/cuda_check.hpp"
-#include "common/rng.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/core/rng.hpp"
 
 namespace tf32_inputs {
 

@@ -42,10 +42,10 @@
 #include "09_multi_gpu/peer_allreduce.hpp"
 #include "09_multi_gpu/scaling_models.hpp"
 #include "benchmarks/support/gpu_timing.hpp"
-#include "common/arch.hpp"
-#include "common/cuda_check.hpp"
-#include "common/nccl_check.hpp"
-#include "common/trainer.hpp"
+#include "common/model/arch.hpp"
+#include "common/gpu/cuda_check.hpp"
+#include "common/multi_gpu/nccl_check.hpp"
+#include "common/train/trainer.hpp"
 
 namespace {
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "common/cuda_check.hpp"
+#include "common/gpu/cuda_check.hpp"
 #include "planted_kernels.hpp"
 
 namespace course::planted {
