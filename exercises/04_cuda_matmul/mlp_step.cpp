@@ -10,13 +10,21 @@
 
 namespace course {
 
+// The layer loops are given code: each layer's work timed as its --profile row and, going back, the
+// engine told when a layer's gradients are queued (stage 09 starts summing them across GPUs then).
+// The lesson is what one layer launches: forward_layer() and backward_layer().
+
 const float* MlpStep::forward(const StepContext& ctx, const float* x, int B) {
   input_ = x;
-  // TODO(Task 4.10): the forward pass of x [B, D]: every layer in order, dense_forward_gpu (with gemm_kernel_) or activation_forward_gpu, on ctx.stream
-  // HINT: layer i reads x (i = 0) or outputs_[i - 1] and writes outputs_[i]; its W starts at ctx.params + l.weight, its b at ctx.params + l.bias.
-  // HINT: wrap each layer's work in ctx.time(i, Pass::Forward, [&] { ... }) so that --profile can time it; an activation passes l.slope.
-  throw course::NotImplemented("Task 4.10", "04_cuda_matmul/mlp_step.cpp", "docs/lessons/04_cuda_matmul.md");
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    ctx.time(i, Pass::Forward, [&] { forward_layer(ctx, i, i == 0 ? x : outputs_[i - 1].get(), B); });
   return outputs_.back().get();
+}
+
+void MlpStep::forward_layer(const StepContext& ctx, std::size_t i, const float* in, int B) {
+  // TODO(Task 4.10): layer i's forward pass on ctx.stream, from `in` [B, l.in] to outputs_[i] [B, l.out]: dense_forward_gpu (with gemm_kernel_) or activation_forward_gpu
+  // HINT: W starts at ctx.params + l.weight, b at ctx.params + l.bias; an activation passes l.slope.
+  throw course::NotImplemented("Task 4.10", "04_cuda_matmul/mlp_step.cpp", "docs/lessons/04_cuda_matmul.md");
 }
 
 void MlpStep::loss(const StepContext& ctx, const float* logits, const int* labels, int B, int* predictions) {
@@ -26,9 +34,15 @@ void MlpStep::loss(const StepContext& ctx, const float* logits, const int* label
 }
 
 void MlpStep::backward(const StepContext& ctx, int B) {
-  // TODO(Task 4.10): the backward pass, last layer first: dense_backward_gpu writes dW and db (ctx.grads + l.weight, + l.bias) and dx; activation_backward_gpu writes dx; layer 0 needs no dx
-  // HINT: layer i reads dy = output_grads_[i] and writes dx = output_grads_[i - 1] (null for i = 0); wrap its work in ctx.time(i, Pass::Backward, ...).
-  // HINT: after each layer, ctx.gradients_queued(l.grads) tells the engine its gradients are queued (empty for activations).
+  for (std::size_t i = layers_.size(); i-- > 0;) {
+    ctx.time(i, Pass::Backward, [&] { backward_layer(ctx, i, B); });
+    ctx.gradients_queued(layers_[i].grads);
+  }
+}
+
+void MlpStep::backward_layer(const StepContext& ctx, std::size_t i, int B) {
+  // TODO(Task 4.10): layer i's backward pass on ctx.stream: dense_backward_gpu writes dW and db (ctx.grads + l.weight, + l.bias) and dx; activation_backward_gpu writes dx; layer 0 needs no dx
+  // HINT: layer i reads its input (input_ for i = 0, else outputs_[i - 1]) and dy = output_grads_[i], and writes dx = output_grads_[i - 1] (null for i = 0).
   throw course::NotImplemented("Task 4.10", "04_cuda_matmul/mlp_step.cpp", "docs/lessons/04_cuda_matmul.md");
 }
 

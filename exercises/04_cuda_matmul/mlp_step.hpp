@@ -65,6 +65,11 @@ class MlpStep : public StepModel {
   };
   using Pass = GpuProfiler::Pass;
 
+  /// Layer i's forward launches, from `in` [B, in] to outputs_[i] [B, out] (Task 4.10).
+  void forward_layer(const StepContext& ctx, std::size_t i, const float* in, int B);
+  /// Layer i's backward launches: its dW, db and dx (none for i = 0) from output_grads_[i] (Task 4.10).
+  void backward_layer(const StepContext& ctx, std::size_t i, int B);
+
   EngineConfig cfg_;
   int gemm_kernel_;
   std::vector<Layer> layers_;

@@ -41,7 +41,9 @@ __device__ inline void copy_running_loss_to_slot(const SgdArgs& a, int block) {
 
 /// Parameters [block blockDim.x, (block + 1) blockDim.x) of the flat buffer, one per thread.
 __device__ inline void sgd_multi_tensor_block(const SgdArgs& a, int block) {
-  // TODO(Task 8.7): one parameter per thread: find its tensor in the table (binary search on the offsets), add its partial sums in slice order, apply momentum and the learning rate from a.hyper; block 0's first thread also advances the step counter when there is one
+  // The engine's step counter (given): the update is the step's last kernel, nothing after it reads the counter.
+  if (a.step != nullptr && block == 0 && threadIdx.x == 0) *a.step += 1;
+  // TODO(Task 8.7): one parameter per thread: find its tensor in the table (binary search on the offsets), add its partial sums in slice order, apply momentum and the learning rate from a.hyper
 }
 
 /// Virtual block `block` of the update, as the persistent kernel runs it (fused_phases.hpp): the loss check's

@@ -11,42 +11,46 @@
 
 namespace course {
 
+// The layer loops are given code: each layer's work timed as its --profile row and, going back, the
+// engine told when a layer's gradients are queued (stage 09 starts summing them across GPUs then).
+// Flatten is a view: its output is its input, with no launch and no copy. The lesson is what one
+// layer launches: forward_layer() and backward_layer().
+
 const float* CnnStep::forward(const StepContext& ctx, const float* x, int B) {
   input_ = x;
   const ConvContext conv = conv_context(ctx.stream);
-  // BEGIN Task 5.9: the forward pass through every layer on ctx.stream: conv_forward_gpu, maxpool_forward_gpu (avgpool_forward_gpu, given, for average pools), stage 04's dense and activation kernels; Flatten is a view (its output is its input: no launch, no copy)
-  // HINT: layer i reads outputs_[i - 1] (x for i = 0) and writes layers_[i].output, whose pointer it stores in outputs_[i]; a Flatten layer stores its input pointer there instead.
-  // HINT: wrap each layer's work in ctx.time(i, Pass::Forward, [&] { ... }) so that --profile can time it; W and b start at ctx.params + l.weight and + l.bias.
-  // HINT: an activation passes its layer's leaky ReLU slope, l.slope (forward and backward alike).
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    GpuLayer& l = layers_[i];
     const float* in = i == 0 ? x : outputs_[i - 1];
-    if (l.kind == LayerKind::Flatten) {
+    if (layers_[i].kind == LayerKind::Flatten) {
       outputs_[i] = in;
       continue;
     }
-    float* out = l.output.get();
-    const float* W = ctx.params + l.weight;
-    const float* b = ctx.params + l.bias;
-    ctx.time(i, Pass::Forward, [&] {
-      switch (l.kind) {
-        case LayerKind::Conv: conv_forward_gpu(conv, in, W, b, out, B, l.conv); break;
-        case LayerKind::MaxPool: maxpool_forward_gpu(in, out, l.argmax.get(), B, l.pool, ctx.stream); break;
-        case LayerKind::AvgPool: avgpool_forward_gpu(in, out, B, l.pool, ctx.stream); break;
-        case LayerKind::Dense:
-          dense_forward_gpu(options_.gemm_kernel, in, W, b, out, B, static_cast<int>(l.in.size()),
-                            static_cast<int>(l.out.size()), ctx.stream);
-          break;
-        case LayerKind::Activation:
-          activation_forward_gpu(l.act, in, out, B * l.out.size(), l.slope, ctx.stream);
-          break;
-        case LayerKind::Flatten: break;
-      }
-    });
-    outputs_[i] = out;
+    ctx.time(i, Pass::Forward, [&] { forward_layer(ctx, conv, i, in, B); });
+    outputs_[i] = layers_[i].output.get();
+  }
+  return outputs_.back();
+}
+
+void CnnStep::forward_layer(const StepContext& ctx, const ConvContext& conv, std::size_t i, const float* in, int B) {
+  // BEGIN Task 5.9: layer i's forward pass on ctx.stream, from `in` to l.output: conv_forward_gpu, maxpool_forward_gpu (avgpool_forward_gpu, given, for average pools), stage 04's dense and activation kernels
+  // HINT: W and b start at ctx.params + l.weight and + l.bias; a max-pool also writes l.argmax for its backward pass.
+  // HINT: an activation passes its layer's leaky ReLU slope, l.slope (forward and backward alike).
+  GpuLayer& l = layers_[i];
+  float* out = l.output.get();
+  const float* W = ctx.params + l.weight;
+  const float* b = ctx.params + l.bias;
+  switch (l.kind) {
+    case LayerKind::Conv: conv_forward_gpu(conv, in, W, b, out, B, l.conv); break;
+    case LayerKind::MaxPool: maxpool_forward_gpu(in, out, l.argmax.get(), B, l.pool, ctx.stream); break;
+    case LayerKind::AvgPool: avgpool_forward_gpu(in, out, B, l.pool, ctx.stream); break;
+    case LayerKind::Dense:
+      dense_forward_gpu(options_.gemm_kernel, in, W, b, out, B, static_cast<int>(l.in.size()),
+                        static_cast<int>(l.out.size()), ctx.stream);
+      break;
+    case LayerKind::Activation: activation_forward_gpu(l.act, in, out, B * l.out.size(), l.slope, ctx.stream); break;
+    case LayerKind::Flatten: break;
   }
   // END Task 5.9
-  return outputs_.back();
 }
 
 void CnnStep::loss(const StepContext& ctx, const float* logits, const int* labels, int B, int* predictions) {
@@ -59,43 +63,43 @@ void CnnStep::loss(const StepContext& ctx, const float* logits, const int* label
 
 void CnnStep::backward(const StepContext& ctx, int B) {
   const ConvContext conv = conv_context(ctx.stream);
-  // BEGIN Task 5.9: the backward pass, last layer first: each layer reads dL/d(its output) from output_grads_[i] and writes its parameter gradients and dL/d(its input) into output_grads_[i - 1] (skipped when that is null: layer 0 needs none); Flatten does nothing
-  // HINT: conv: conv_backward_weight_gpu, conv_backward_bias_gpu, and conv_backward_input_gpu when dx is not null; dense: dense_backward_gpu (it skips a null dx itself). dW and db start at ctx.grads + l.weight and + l.bias.
-  // HINT: after each layer with parameters, ctx.gradients_queued(l.grads) tells the engine its gradients are queued.
   for (std::size_t i = layers_.size(); i-- > 0;) {
-    GpuLayer& l = layers_[i];
-    if (l.kind == LayerKind::Flatten) continue;  // output_grads_[i] already is output_grads_[i - 1]
-    const float* in = i == 0 ? input_ : outputs_[i - 1];
-    const float* dy = output_grads_[i];
-    float* dx = i == 0 ? nullptr : output_grads_[i - 1];
-    const float* W = ctx.params + l.weight;
-    float* dW = ctx.grads + l.weight;
-    float* db = ctx.grads + l.bias;
-    ctx.time(i, Pass::Backward, [&] {
-      switch (l.kind) {
-        case LayerKind::Conv:
-          conv_backward_weight_gpu(conv, in, dy, dW, B, l.conv);
-          conv_backward_bias_gpu(dy, db, B, l.conv, ctx.stream);
-          if (dx != nullptr) conv_backward_input_gpu(conv, dy, W, dx, B, l.conv);
-          break;
-        case LayerKind::MaxPool:
-          if (dx != nullptr) maxpool_backward_gpu(dy, l.argmax.get(), dx, B, l.pool, ctx.stream);
-          break;
-        case LayerKind::AvgPool:
-          if (dx != nullptr) avgpool_backward_gpu(dy, dx, B, l.pool, ctx.stream);
-          break;
-        case LayerKind::Dense:
-          dense_backward_gpu(options_.gemm_kernel, in, W, dy, dW, db, dx, B, static_cast<int>(l.in.size()),
-                             static_cast<int>(l.out.size()), ctx.stream);
-          break;
-        case LayerKind::Activation:
-          if (dx != nullptr)
-            activation_backward_gpu(l.act, in, outputs_[i], dy, dx, B * l.out.size(), l.slope, ctx.stream);
-          break;
-        case LayerKind::Flatten: break;
-      }
-    });
-    ctx.gradients_queued(l.grads);
+    if (layers_[i].kind == LayerKind::Flatten) continue;  // output_grads_[i] already is output_grads_[i - 1]
+    ctx.time(i, Pass::Backward, [&] { backward_layer(ctx, conv, i, B); });
+    ctx.gradients_queued(layers_[i].grads);
+  }
+}
+
+void CnnStep::backward_layer(const StepContext& ctx, const ConvContext& conv, std::size_t i, int B) {
+  // BEGIN Task 5.9: layer i's backward pass on ctx.stream: it reads dL/d(its output) from output_grads_[i] and writes its parameter gradients and dL/d(its input) into output_grads_[i - 1] (skipped when that is null: layer 0 needs none)
+  // HINT: conv: conv_backward_weight_gpu, conv_backward_bias_gpu, and conv_backward_input_gpu when dx is not null; dense: dense_backward_gpu (it skips a null dx itself). dW and db start at ctx.grads + l.weight and + l.bias.
+  GpuLayer& l = layers_[i];
+  const float* in = i == 0 ? input_ : outputs_[i - 1];
+  const float* dy = output_grads_[i];
+  float* dx = i == 0 ? nullptr : output_grads_[i - 1];
+  const float* W = ctx.params + l.weight;
+  float* dW = ctx.grads + l.weight;
+  float* db = ctx.grads + l.bias;
+  switch (l.kind) {
+    case LayerKind::Conv:
+      conv_backward_weight_gpu(conv, in, dy, dW, B, l.conv);
+      conv_backward_bias_gpu(dy, db, B, l.conv, ctx.stream);
+      if (dx != nullptr) conv_backward_input_gpu(conv, dy, W, dx, B, l.conv);
+      break;
+    case LayerKind::MaxPool:
+      if (dx != nullptr) maxpool_backward_gpu(dy, l.argmax.get(), dx, B, l.pool, ctx.stream);
+      break;
+    case LayerKind::AvgPool:
+      if (dx != nullptr) avgpool_backward_gpu(dy, dx, B, l.pool, ctx.stream);
+      break;
+    case LayerKind::Dense:
+      dense_backward_gpu(options_.gemm_kernel, in, W, dy, dW, db, dx, B, static_cast<int>(l.in.size()),
+                         static_cast<int>(l.out.size()), ctx.stream);
+      break;
+    case LayerKind::Activation:
+      if (dx != nullptr) activation_backward_gpu(l.act, in, outputs_[i], dy, dx, B * l.out.size(), l.slope, ctx.stream);
+      break;
+    case LayerKind::Flatten: break;
   }
   // END Task 5.9
 }

@@ -116,6 +116,10 @@ class CnnStep : public StepModel {
   static void plan_layers(const EngineConfig& cfg, std::vector<GpuLayer>* layers, ParamLayout* layout);
   void refuse_single_block_overflow() const;
   ConvContext conv_context(cudaStream_t stream);
+  /// Layer i's forward launches, from `in` to its output buffer (Task 5.9); not called for Flatten.
+  void forward_layer(const StepContext& ctx, const ConvContext& conv, std::size_t i, const float* in, int B);
+  /// Layer i's backward launches: its dW and db, and dx into output_grads_[i - 1] unless i = 0 (Task 5.9).
+  void backward_layer(const StepContext& ctx, const ConvContext& conv, std::size_t i, int B);
 
   EngineConfig cfg_;
   GpuCnnOptions options_;

@@ -41,8 +41,9 @@ __device__ inline void copy_running_loss_to_slot(const SgdArgs& a, int block) {
 
 /// Parameters [block blockDim.x, (block + 1) blockDim.x) of the flat buffer, one per thread.
 __device__ inline void sgd_multi_tensor_block(const SgdArgs& a, int block) {
-  // BEGIN Task 8.7 (device): one parameter per thread: find its tensor in the table (binary search on the offsets), add its partial sums in slice order, apply momentum and the learning rate from a.hyper; block 0's first thread also advances the step counter when there is one
-  if (a.step != nullptr && block == 0 && threadIdx.x == 0) *a.step += 1;  // nothing later in the step reads it
+  // The engine's step counter (given): the update is the step's last kernel, nothing after it reads the counter.
+  if (a.step != nullptr && block == 0 && threadIdx.x == 0) *a.step += 1;
+  // BEGIN Task 8.7 (device): one parameter per thread: find its tensor in the table (binary search on the offsets), add its partial sums in slice order, apply momentum and the learning rate from a.hyper
   const long long i = static_cast<long long>(block) * blockDim.x + threadIdx.x;
   if (i >= a.total) return;
   int lo = 0, hi = a.tensor_count - 1;  // the last tensor whose offset is <= i
