@@ -52,7 +52,7 @@ def stage_number(stage_dir: str) -> int:
 
 def parse_blocks(path: Path, lines):
     """Yields (begin_line, end_line, match, hints) for every marked block; raises MarkerError."""
-    rel = path.relative_to(ROOT)
+    rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     open_block = None
     for i, line in enumerate(lines):
         m = BEGIN.match(line)
