@@ -106,8 +106,12 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tf32_kernel(GemmProb
   constexpr int kStageBytes = kYOffset + kYBytes;
   extern __shared__ std::uint8_t tf32_smem[];
   std::uint8_t* smem = tf32_smem + ((1024 - (ptx::shared_address(tf32_smem) & 1023)) & 1023);
-  // TODO(Task 7.8): kernel 13's four-stage loop with X in registers: wait for tile t, round this thread's Y copies, fence, sync, start tile t + 2; per 8 of k load this warpgroup's X fragment (rounded, into the step's register set) and issue one wgmma with Y's descriptor; wait for the step before; store D as C (or C^T)
+  float d[BN / 2];  // this thread's part of the warpgroup's 64 x BN accumulator (mma::store_wgmma_d)
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) d[i] = 0.f;
+  // TODO(Task 7.8): kernel 13's four-stage loop with X in registers: wait for tile t, round this thread's Y copies, fence, sync, start tile t + 2; per 8 of k load this warpgroup's X fragment (rounded, into the step's register set) and issue one wgmma with Y's descriptor; wait for the step before; at the end wait for all (the store of D that follows is given)
   // HINT: X fragment of warp w of the warpgroup: mma::load_a_tf32 at row 64 wg + 16 w; Y descriptor wgmma::descriptor(Y tile + 32 s, 16, 1024) for s = 0..3.
+  mma::store_wgmma_d<BN, SWAPPED>(p, d, blockIdx.y * kBX + (threadIdx.x / 128) * 64, blockIdx.x * BN);
 }
 
 template <int BN, bool SWAPPED, bool X_K_CONTIGUOUS>

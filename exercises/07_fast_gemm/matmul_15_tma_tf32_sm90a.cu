@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 
   tma::claim_registers<232>();  // 128 x 40 + 256 x 232 = 64,512 of the SM's 65,536
-  const int mg = wg - 1, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const int mg = wg - 1, warp = (threadIdx.x / 32) % 4;
   float d[kBY / 2];
 #pragma unroll
   for (int i = 0; i < kBY / 2; ++i) d[i] = 0.f;
@@ -148,21 +148,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int s = 0; s < kBK / 8; ++s)
 #pragma unroll
     for (int i = 0; i < 4; ++i) wgmma::keep_until_here(a[0][s][i]), wgmma::keep_until_here(a[1][s][i]);
-  // D[r][c]: r = 64 mg + 16 warp + lane / 4 (+ 8), c = 8 j + 2 (lane % 4) (+ 1), of the 128 x 256 block.
-  const int r = x0 + mg * 64 + warp * 16 + lane / 4;
-#pragma unroll
-  for (int j = 0; j < kBY / 8; ++j) {
-    const int c = y0 + 8 * j + 2 * (lane % 4);
-    if (SWAPPED) {  // D = C^T: D[r][c] is C[c][r]
-      mma::store_c1(p, c, r, d[4 * j]);
-      mma::store_c1(p, c + 1, r, d[4 * j + 1]);
-      mma::store_c1(p, c, r + 8, d[4 * j + 2]);
-      mma::store_c1(p, c + 1, r + 8, d[4 * j + 3]);
-    } else {
-      mma::store_c2(p, r, c, d[4 * j], d[4 * j + 1]);
-      mma::store_c2(p, r + 8, c, d[4 * j + 2], d[4 * j + 3]);
-    }
-  }
+  mma::store_wgmma_d<kBY, SWAPPED>(p, d, x0 + mg * 64, y0);
 }
 
 /// The tensor map of a row-major FP32 matrix [rows, ld] of which `cols` columns are used, in

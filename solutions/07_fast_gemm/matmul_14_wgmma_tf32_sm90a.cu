@@ -106,9 +106,12 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tf32_kernel(GemmProb
   constexpr int kStageBytes = kYOffset + kYBytes;
   extern __shared__ std::uint8_t tf32_smem[];
   std::uint8_t* smem = tf32_smem + ((1024 - (ptx::shared_address(tf32_smem) & 1023)) & 1023);
-  // BEGIN Task 7.8 (device): kernel 13's four-stage loop with X in registers: wait for tile t, round this thread's Y copies, fence, sync, start tile t + 2; per 8 of k load this warpgroup's X fragment (rounded, into the step's register set) and issue one wgmma with Y's descriptor; wait for the step before; store D as C (or C^T)
+  float d[BN / 2];  // this thread's part of the warpgroup's 64 x BN accumulator (mma::store_wgmma_d)
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) d[i] = 0.f;
+  // BEGIN Task 7.8 (device): kernel 13's four-stage loop with X in registers: wait for tile t, round this thread's Y copies, fence, sync, start tile t + 2; per 8 of k load this warpgroup's X fragment (rounded, into the step's register set) and issue one wgmma with Y's descriptor; wait for the step before; at the end wait for all (the store of D that follows is given)
   // HINT: X fragment of warp w of the warpgroup: mma::load_a_tf32 at row 64 wg + 16 w; Y descriptor wgmma::descriptor(Y tile + 32 s, 16, 1024) for s = 0..3.
-  const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4;
   const int x0 = blockIdx.y * kBX, y0 = blockIdx.x * BN;
   int k_begin, k_end;
   simt::k_range(p, k_begin, k_end);
@@ -119,9 +122,6 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tf32_kernel(GemmProb
     XCopy::copy(x_tile(t), x, x0, k_begin + t * kBK, k_end);
     YFill<BN>::start(y_tile(t), y, y0, k_begin + t * kBK, k_end);
   };
-  float d[BN / 2];
-#pragma unroll
-  for (int i = 0; i < BN / 2; ++i) d[i] = 0.f;
   for (int t = 0; t < kStages - 2; ++t) {
     if (t < tiles) start(t);
     ptx::cp_async_commit();
@@ -160,22 +160,8 @@ __global__ void __launch_bounds__(kThreads, 1) matmul_wgmma_tf32_kernel(GemmProb
   for (int s = 0; s < kBK / 8; ++s)
 #pragma unroll
     for (int i = 0; i < 4; ++i) wgmma::keep_until_here(a[0][s][i]), wgmma::keep_until_here(a[1][s][i]);
-  // D[r][c]: r = 64 wg + 16 warp + lane / 4 (+ 8), c = 8 j + 2 (lane % 4) (+ 1), of the 128 x BN block.
-  const int r = x0 + wg * 64 + warp * 16 + lane / 4;
-#pragma unroll
-  for (int j = 0; j < BN / 8; ++j) {
-    const int c = y0 + 8 * j + 2 * (lane % 4);
-    if (SWAPPED) {  // D = C^T: D[r][c] is C[c][r]
-      mma::store_c1(p, c, r, d[4 * j]);
-      mma::store_c1(p, c + 1, r, d[4 * j + 1]);
-      mma::store_c1(p, c, r + 8, d[4 * j + 2]);
-      mma::store_c1(p, c + 1, r + 8, d[4 * j + 3]);
-    } else {
-      mma::store_c2(p, r, c, d[4 * j], d[4 * j + 1]);
-      mma::store_c2(p, r + 8, c, d[4 * j + 2], d[4 * j + 3]);
-    }
-  }
   // END Task 7.8
+  mma::store_wgmma_d<BN, SWAPPED>(p, d, blockIdx.y * kBX + (threadIdx.x / 128) * 64, blockIdx.x * BN);
 }
 
 template <int BN, bool SWAPPED, bool X_K_CONTIGUOUS>

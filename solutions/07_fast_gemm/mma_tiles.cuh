@@ -181,4 +181,27 @@ __device__ inline void store_warp_tile(const GemmProblem& p, int m0, int n0, con
     }
 }
 
+/// A warpgroup's wgmma accumulators d[N / 2] for its 64 x N block of D, whose first element is
+/// D[row0][col0], into C (SWAPPED: D = C^T, so D[r][c] goes to C[c][r]). Thread (warp w of the
+/// warpgroup, lane) holds D[r][c] at r = row0 + 16 w + lane / 4 (+ 8), c = col0 + 8 j + 2 (lane % 4) (+ 1):
+/// d[4 j], d[4 j + 1] on row r, d[4 j + 2], d[4 j + 3] on row r + 8.
+template <int N, bool SWAPPED>
+__device__ inline void store_wgmma_d(const GemmProblem& p, const float (&d)[N / 2], int row0, int col0) {
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const int r = row0 + warp * 16 + lane / 4;
+#pragma unroll
+  for (int j = 0; j < N / 8; ++j) {
+    const int c = col0 + 8 * j + 2 * (lane % 4);
+    if (SWAPPED) {
+      store_c1(p, c, r, d[4 * j]);
+      store_c1(p, c + 1, r, d[4 * j + 1]);
+      store_c1(p, c, r + 8, d[4 * j + 2]);
+      store_c1(p, c + 1, r + 8, d[4 * j + 3]);
+    } else {
+      store_c2(p, r, c, d[4 * j], d[4 * j + 1]);
+      store_c2(p, r + 8, c, d[4 * j + 2], d[4 * j + 3]);
+    }
+  }
+}
+
 }  // namespace course::mma
