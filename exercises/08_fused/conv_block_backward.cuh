@@ -51,7 +51,30 @@ namespace course {
 /// Weight-gradient block `block` of a.weight_blocks: partial sums of dW and db over its slice of examples.
 template <int K, int Q>
 __device__ void conv_block_weight_gradient_tile(const ConvBackwardArgs& a, int block, float* smem) {
-  // TODO(Task 8.2): for each example of the block's slice, stage the padded input planes of its channels, and g = dy act'(y) with the padded-plane offset of each window's winning cell for its filters; each group of wg_split threads owns one (filter, channel) pair and its K x K weights, and its threads add g * x over every wg_split-th pooled output; the group's threads add their sums with shuffles and the first writes the partial sums (and, in channel group 0, the bias sums) to the block's slice
+  const ConvBlockShape& s = a.s;
+  constexpr int kTaps = K * K;
+  const int chan_group = block % a.wg_chan_groups;
+  const int filter_group = block / a.wg_chan_groups % a.wg_filter_groups;
+  const int slice = block / (a.wg_chan_groups * a.wg_filter_groups);
+  const int c0 = chan_group * a.wg_chans, nc = min(a.wg_chans, s.C - c0);
+  const int f0 = filter_group * a.wg_filters, nf = min(a.wg_filters, s.F - f0);
+  const int n0 = slice * a.wg_images, ni = min(a.wg_images, a.B - n0);
+  const int Wp = s.W + 2 * s.P;
+  const int cells = s.Hq * s.Wq;  // pooled outputs per plane: the terms of the sums, per example
+
+  // Shared memory: x [wg_chans][wg_pitch], zero-padded planes; g [wg_filters][cells]; offset [wg_filters][cells].
+  float* xs = smem;
+  float* gs = xs + round_up_to_4(a.wg_chans * a.wg_pitch);
+  int* offset = reinterpret_cast<int*>(gs + round_up_to_4(a.wg_filters * cells));
+
+  // This thread: part `part` of the wg_split threads of pair (fl, cl), channel fastest.
+  const int pair = static_cast<int>(threadIdx.x) / a.wg_split, part = static_cast<int>(threadIdx.x) % a.wg_split;
+  const int fl = pair / nc, cl = pair % nc;
+  const bool active = pair < nf * nc;
+  const float* g = gs + fl * cells;
+  const int* at = offset + fl * cells;
+  const float* xc = xs + cl * a.wg_pitch;
+  // TODO(Task 8.2): with the block's coordinates, this thread's (filter, channel) pair and the shared-memory layout given above: for each example of the block's slice, stage the padded input planes of its channels, and g = dy act'(y) with the padded-plane offset of each window's winning cell for its filters; the wg_split threads of a pair add g * x over every wg_split-th pooled output into its K x K weights' sums; they add their sums with shuffles and the first writes the partial sums (and, in channel group 0, the bias sums) to the block's slice
   // HINT: stage x zero-padded, channel c at c * wg_pitch, row r at r (W + 2P): the input cell of tap (kh, kw) for the conv output (oh, ow) is then at offset (oh + kh) (W + 2P) + ow + kw of its plane, with no bounds test.
   // HINT: per pooled output a thread reads g and the offset once and then K * K inputs, one for each of its weights; consecutive threads take consecutive channels of one filter (wg_pitch is odd: their reads fall in different banks).
 }
@@ -59,7 +82,32 @@ __device__ void conv_block_weight_gradient_tile(const ConvBackwardArgs& a, int b
 /// Input-gradient block `block` of a.input_blocks: one tile of dx for kConvGroup channels.
 template <int K, int Q>
 __device__ void conv_block_input_gradient_tile(const ConvBackwardArgs& a, int block, float* smem) {
-  // TODO(Task 8.3): stage, ig_filters filters at a time, the tile of dz = dL/dz the block's cells need (rebuilt from dy, y and argmax) and the weights [filter][tap][16 channels]; each thread sums W * dz over filters and taps for its cell and 4 channels, then writes dx
+  const ConvBlockShape& s = a.s;
+  constexpr int kTaps = K * K;
+  const int tiles = a.ig_tiles_h * a.ig_tiles_w;
+  const int tile = block % tiles;
+  const int chan_group = block / tiles % a.ig_chan_groups;
+  const int image_group = block / (tiles * a.ig_chan_groups);
+  const int ih0 = tile / a.ig_tiles_w * a.ig_tile_h, iw0 = tile % a.ig_tiles_w * a.ig_tile_w;
+  const int n0 = image_group * a.ig_images, c0 = chan_group * kConvGroup;
+
+  // This thread: one cell (image, th, tw) of the tile, channels c0 + 4 quad .. c0 + 4 quad + 3.
+  const int slot = static_cast<int>(threadIdx.x) % kConvSlots, quad = static_cast<int>(threadIdx.x) / kConvSlots;
+  const int per_image = a.ig_tile_h * a.ig_tile_w;
+  const int image = slot / per_image, th = slot % per_image / a.ig_tile_w, tw = slot % a.ig_tile_w;
+  const int n = n0 + image, ih = ih0 + th, iw = iw0 + tw;
+  const bool active = image < a.ig_images && n < a.B && ih < s.H && iw < s.W;
+  const int staged_image = min(image, a.ig_images - 1);
+
+  // Shared memory: dz [ig_images][nf][DH][DW] (nf: the filters of this pass, at most ig_filters), then the
+  // weights [ig_filters][K*K][kConvGroup].
+  const int DH = a.ig_tile_h + K - 1, DW = a.ig_tile_w + K - 1;
+  float* dzs = smem;
+  float* ws = smem + round_up_to_4(a.ig_images * a.ig_filters * DH * DW);
+  const int oh0 = ih0 + s.P - (K - 1), ow0 = iw0 + s.P - (K - 1);  // conv output of the staged dz's (0, 0)
+  const int rows = s.Hq * Q, cols = s.Wq * Q;                        // the conv outputs the pool reads
+
+  // TODO(Task 8.3): with the block's tile, this thread's cell and channels and the shared-memory layout given above: stage, ig_filters filters at a time, the tile of dz = dL/dz the block's cells need (rebuilt from dy, y and argmax) and the weights [filter][tap][16 channels]; each thread sums W * dz over filters and taps for its cell and 4 channels, then writes dx
   // HINT: cell (ih, iw) needs dz at (ih + P - kh, iw + P - kw): stage conv rows from ih0 + P - (K - 1), so that it reads staged row th + K - 1 - kh and column tw + K - 1 - kw.
   // HINT: dz is 0 outside [0, Hq Q) x [0, Wq Q) (the pool never reads the last rows and columns when Ho or Wo is odd) and wherever the window's argmax is another cell.
 }

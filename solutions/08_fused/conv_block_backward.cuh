@@ -51,9 +51,6 @@ namespace course {
 /// Weight-gradient block `block` of a.weight_blocks: partial sums of dW and db over its slice of examples.
 template <int K, int Q>
 __device__ void conv_block_weight_gradient_tile(const ConvBackwardArgs& a, int block, float* smem) {
-  // BEGIN Task 8.2 (device): for each example of the block's slice, stage the padded input planes of its channels, and g = dy act'(y) with the padded-plane offset of each window's winning cell for its filters; each group of wg_split threads owns one (filter, channel) pair and its K x K weights, and its threads add g * x over every wg_split-th pooled output; the group's threads add their sums with shuffles and the first writes the partial sums (and, in channel group 0, the bias sums) to the block's slice
-  // HINT: stage x zero-padded, channel c at c * wg_pitch, row r at r (W + 2P): the input cell of tap (kh, kw) for the conv output (oh, ow) is then at offset (oh + kh) (W + 2P) + ow + kw of its plane, with no bounds test.
-  // HINT: per pooled output a thread reads g and the offset once and then K * K inputs, one for each of its weights; consecutive threads take consecutive channels of one filter (wg_pitch is odd: their reads fall in different banks).
   const ConvBlockShape& s = a.s;
   constexpr int kTaps = K * K;
   const int chan_group = block % a.wg_chan_groups;
@@ -77,6 +74,9 @@ __device__ void conv_block_weight_gradient_tile(const ConvBackwardArgs& a, int b
   const float* g = gs + fl * cells;
   const int* at = offset + fl * cells;
   const float* xc = xs + cl * a.wg_pitch;
+  // BEGIN Task 8.2 (device): with the block's coordinates, this thread's (filter, channel) pair and the shared-memory layout given above: for each example of the block's slice, stage the padded input planes of its channels, and g = dy act'(y) with the padded-plane offset of each window's winning cell for its filters; the wg_split threads of a pair add g * x over every wg_split-th pooled output into its K x K weights' sums; they add their sums with shuffles and the first writes the partial sums (and, in channel group 0, the bias sums) to the block's slice
+  // HINT: stage x zero-padded, channel c at c * wg_pitch, row r at r (W + 2P): the input cell of tap (kh, kw) for the conv output (oh, ow) is then at offset (oh + kh) (W + 2P) + ow + kw of its plane, with no bounds test.
+  // HINT: per pooled output a thread reads g and the offset once and then K * K inputs, one for each of its weights; consecutive threads take consecutive channels of one filter (wg_pitch is odd: their reads fall in different banks).
   float acc[kTaps];
 #pragma unroll
   for (int t = 0; t < kTaps; ++t) acc[t] = 0.f;
@@ -135,9 +135,6 @@ __device__ void conv_block_weight_gradient_tile(const ConvBackwardArgs& a, int b
 /// Input-gradient block `block` of a.input_blocks: one tile of dx for kConvGroup channels.
 template <int K, int Q>
 __device__ void conv_block_input_gradient_tile(const ConvBackwardArgs& a, int block, float* smem) {
-  // BEGIN Task 8.3 (device): stage, ig_filters filters at a time, the tile of dz = dL/dz the block's cells need (rebuilt from dy, y and argmax) and the weights [filter][tap][16 channels]; each thread sums W * dz over filters and taps for its cell and 4 channels, then writes dx
-  // HINT: cell (ih, iw) needs dz at (ih + P - kh, iw + P - kw): stage conv rows from ih0 + P - (K - 1), so that it reads staged row th + K - 1 - kh and column tw + K - 1 - kw.
-  // HINT: dz is 0 outside [0, Hq Q) x [0, Wq Q) (the pool never reads the last rows and columns when Ho or Wo is odd) and wherever the window's argmax is another cell.
   const ConvBlockShape& s = a.s;
   constexpr int kTaps = K * K;
   const int tiles = a.ig_tiles_h * a.ig_tiles_w;
@@ -163,6 +160,9 @@ __device__ void conv_block_input_gradient_tile(const ConvBackwardArgs& a, int bl
   const int oh0 = ih0 + s.P - (K - 1), ow0 = iw0 + s.P - (K - 1);  // conv output of the staged dz's (0, 0)
   const int rows = s.Hq * Q, cols = s.Wq * Q;                        // the conv outputs the pool reads
 
+  // BEGIN Task 8.3 (device): with the block's tile, this thread's cell and channels and the shared-memory layout given above: stage, ig_filters filters at a time, the tile of dz = dL/dz the block's cells need (rebuilt from dy, y and argmax) and the weights [filter][tap][16 channels]; each thread sums W * dz over filters and taps for its cell and 4 channels, then writes dx
+  // HINT: cell (ih, iw) needs dz at (ih + P - kh, iw + P - kw): stage conv rows from ih0 + P - (K - 1), so that it reads staged row th + K - 1 - kh and column tw + K - 1 - kw.
+  // HINT: dz is 0 outside [0, Hq Q) x [0, Wq Q) (the pool never reads the last rows and columns when Ho or Wo is odd) and wherever the window's argmax is another cell.
   float acc[4] = {0.f, 0.f, 0.f, 0.f};
   for (int f0 = 0; f0 < s.F; f0 += a.ig_filters) {
     const int nf = min(a.ig_filters, s.F - f0);
