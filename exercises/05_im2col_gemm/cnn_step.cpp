@@ -12,7 +12,7 @@
 namespace course {
 
 // The layer loops are given code: each layer's work timed as its --profile row and, going back, the
-// engine told when a layer's gradients are queued (stage 09 starts summing them across GPUs then).
+// engine told when a layer's gradients are queued (data parallelism starts summing them across GPUs then).
 // Flatten is a view: its output is its input, with no launch and no copy. The lesson is what one
 // layer launches: forward_layer() and backward_layer().
 
