@@ -50,13 +50,20 @@ def read_allowlist(path):
     return allowed
 
 
-def problems(solutions, allowlist):
-    """The lines to print, one a problem; empty when the holes keep to the limit and the list."""
-    allowed = read_allowlist(allowlist)
+def over_limit(found):
+    """{(task, path): lines} of the holes in `found` (holes()) over the limit, the longest of a task's in a file."""
     over = {}
-    for count, task, rel, line in holes(solutions):
+    for count, task, rel, _ in found:
         if count > LIMIT:
             over[(task, rel)] = max(over.get((task, rel), 0), count)
+    return over
+
+
+def problems(solutions, allowlist, found=None):
+    """The lines to print, one a problem; empty when the holes keep to the limit and the list. `found`: the
+    holes of `solutions` (holes()) when read already."""
+    allowed = read_allowlist(allowlist)
+    over = over_limit(holes(solutions) if found is None else found)
     out = []
     for (task, rel), count in sorted(over.items()):
         if (task, rel) not in allowed:
@@ -79,22 +86,23 @@ def main(argv=None):
     parser.add_argument("--solutions", type=Path, default=gen_exercises.SOLUTIONS, help=argparse.SUPPRESS)
     parser.add_argument("--allowlist", type=Path, default=ALLOWLIST, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    every = holes(args.solutions)
     if args.all:
-        for count, task, rel, line in holes(args.solutions):
+        for count, task, rel, line in every:
             print(f"{count:4d}  Task {task:6s} solutions/{rel}:{line}")
         return 0
     if args.prune:
-        over = {(t, r) for c, t, r, _ in holes(args.solutions) if c > LIMIT}
+        over = over_limit(every)
         kept = [line for line in args.allowlist.read_text().splitlines()
                 if not line.split("#", 1)[0].strip() or tuple(line.split()[:2]) in over]
         args.allowlist.write_text("\n".join(kept) + "\n")
-    found = problems(args.solutions, args.allowlist)
+    found = problems(args.solutions, args.allowlist, every)
     for line in found:
         print(line)
     if found:
         return 1
     listed = len(read_allowlist(args.allowlist))
-    print(f"hole-length: {len(holes(args.solutions))} holes, none over {LIMIT} lines but the {listed} listed as debts")
+    print(f"hole-length: {len(every)} holes, none over {LIMIT} lines but the {listed} listed as debts")
     return 0
 
 

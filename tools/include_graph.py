@@ -105,8 +105,9 @@ def loops(deps):
     return out
 
 
-def problems(root):
-    deps, wrong = graph(root)
+def problems(root, found=None):
+    """The lines to print, one a problem, of common/ under `root` (or of `found`, graph(root) read already)."""
+    deps, wrong = found or graph(root)
     lines = list(wrong)
     for group in loops(deps):
         edges = [f"{a} -> {b}" for a in group for b in sorted(deps[a]) if b in group]
@@ -119,14 +120,13 @@ def main(argv=None):
     parser.add_argument("--print", action="store_true", help="the modules and what each depends on")
     parser.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    deps, wrong = graph(args.root)
     if args.print:
-        deps, _ = graph(args.root)
         for m in sorted(deps):
             print(f"{m}: {', '.join(sorted(deps[m])) or '-'}")
-    found = problems(args.root)
+    found = problems(args.root, (deps, wrong))
     for line in found:
         print(line)
-    deps, _ = graph(args.root)
     if found:
         return 1
     print(f"include-graph: {len(deps)} modules in {len(LAYERS)} layers of common/, no loop, every include in its "

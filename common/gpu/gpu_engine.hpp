@@ -22,9 +22,10 @@
 /// has the engine pay what a step costs once (warm_up: the upload, each batch size prepared, an
 /// uncounted pass of each, the capture), before the first epoch's clock. With the graph on
 /// (the default, where the step model is capturable), the first full batch (or the warm-up) records that
-/// sequence as a CUDA graph and every full batch replays it, until the learning rate or
-/// an address in it changes (the data, the order, StepModel::captured_memory()) (under a schedule: at each epoch's first full batch, recorded
-/// again); a last, smaller batch runs the same sequence uncaptured, and so does every
+/// sequence as a CUDA graph and every full batch replays it, until an address in it changes
+/// (the data, the order, StepModel::captured_memory()); a new learning rate needs no new
+/// capture, since the update reads it from device memory (StepContext::hyper). A last,
+/// smaller batch runs the same sequence uncaptured, and so does every
 /// step under --profile, with CUDA events around each layer.
 #pragma once
 
