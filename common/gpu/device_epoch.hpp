@@ -60,7 +60,9 @@ class DeviceEpoch {
 void gather_batch_at_device_step(const float* images, const int* labels, const int* order, const int* step,
                                  int batch, int B, long D, float* x, int* y, cudaStream_t stream);
 
-/// *step += 1 on the device: the last node of a training step (device_epoch.cu).
-void advance_device_step(int* step, cudaStream_t stream);
+/// The last node of a training step, one thread: slots[*step % count] = *loss_sum (when `slots` is not
+/// null), then *step += 1. `slots` is pinned host memory mapped into the device (DeviceLossSlots), where
+/// the host reads the running loss a few steps late for the NaN check (device_epoch.cu).
+void end_training_step_gpu(int* step, const double* loss_sum, double* slots, int count, cudaStream_t stream);
 
 }  // namespace course

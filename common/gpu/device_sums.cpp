@@ -7,7 +7,7 @@
 namespace course {
 
 void DeviceSums::allocate() {
-  slots_.reset();  // they copy from the loss_sum that is about to go
+  slots_.reset();  // the copies still on their way land first
   loss_sum.resize(1);
   correct.resize(1);
   abs_error_sum.resize(1);
@@ -22,7 +22,7 @@ void DeviceSums::zero(cudaStream_t stream) {
 DeviceLossSlots& DeviceSums::loss_slots(cudaStream_t stream, int count) {
   if (!slots_ || slots_->stream() != stream || slots_->count() != count) {
     slots_.reset();  // the old slots' copies land before their memory goes
-    slots_ = std::make_unique<DeviceLossSlots>(loss_sum.get(), stream, count);
+    slots_ = std::make_unique<DeviceLossSlots>(stream, count);
   }
   return *slots_;
 }
@@ -40,8 +40,8 @@ EpochStats DeviceSums::read(long seen, cudaStream_t stream) const {
   return stats;
 }
 
-DeviceLossSlots::DeviceLossSlots(const double* loss_sum, cudaStream_t stream, int count)
-    : loss_sum_(loss_sum), stream_(stream), events_(static_cast<std::size_t>(count), nullptr) {
+DeviceLossSlots::DeviceLossSlots(cudaStream_t stream, int count)
+    : stream_(stream), events_(static_cast<std::size_t>(count), nullptr) {
   CUDA_CHECK(cudaHostAlloc(&host_, static_cast<std::size_t>(count) * sizeof(double), cudaHostAllocMapped));
   const cudaError_t mapped = cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), host_, 0);
   if (mapped != cudaSuccess) {
@@ -75,7 +75,6 @@ void DeviceLossSlots::release() {
 
 void DeviceLossSlots::record(int slot) {
   const auto i = static_cast<std::size_t>(slot);
-  if (!copied_by_the_step_) copy_running_loss_gpu(loss_sum_, device_ + i, stream_);
   CUDA_CHECK(cudaEventRecord(events_[i], stream_));
 }
 

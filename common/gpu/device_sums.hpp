@@ -15,30 +15,23 @@
 
 namespace course {
 
-/// *to = *from on `stream`, by one thread: `to` is pinned host memory mapped into the device (loss_slots.cu).
-void copy_running_loss_gpu(const double* from, double* to, cudaStream_t stream);
-
 /// The slots of common/train/loss_check.hpp on a GPU: slot i is one double of pinned
-/// host memory, mapped into the device's address space, where a one-thread kernel
-/// writes the running loss sum (copy_running_loss_gpu, loss_slots.cu: a
-/// cudaMemcpyAsync would cost a step three times as long), and an event recorded
-/// on the stream right after that kernel.
+/// host memory, mapped into the device's address space, where the end of training step s
+/// writes the running loss sum when s % count() == i (end_training_step_gpu, device_epoch.hpp:
+/// a cudaMemcpyAsync would cost a step three times as long), and an event recorded on the
+/// stream right after that step.
 class DeviceLossSlots {
  public:
-  /// `count` slots for copies of `*loss_sum` (a DeviceSums' loss_sum), queued on `stream`.
-  DeviceLossSlots(const double* loss_sum, cudaStream_t stream, int count);
+  /// `count` slots for copies of a running loss sum, written by the steps queued on `stream`.
+  DeviceLossSlots(cudaStream_t stream, int count);
   /// Waits for the copies still on their way (a stop may leave some), then frees the slots.
   ~DeviceLossSlots();
   DeviceLossSlots(const DeviceLossSlots&) = delete;
   DeviceLossSlots& operator=(const DeviceLossSlots&) = delete;
 
-  /// Queues, after the work queued so far on the stream, a copy of the running sum into `slot`.
-  /// With copied_by_the_step(true), only the slot's event: the step has written the copy itself.
+  /// Records `slot`'s event after the step just queued, which has written its copy into the slot
+  /// (every training step ends so, with `slot` its index in the epoch modulo count()).
   void record(int slot);
-  /// true: from now on each training step writes its own copy, from a kernel it runs anyway (a fused
-  /// update, say), into device_slots()[step % count()], with `step` the step's
-  /// index in its epoch, which is `slot` of record(): no kernel of its own after each step.
-  void copied_by_the_step(bool yes) { copied_by_the_step_ = yes; }
   /// The slots as the device addresses them (pinned host memory mapped into the device).
   double* device_slots() const { return device_; }
   /// Waits for the copy into `slot` (for the GPU to reach it) and returns it.
@@ -49,12 +42,10 @@ class DeviceLossSlots {
  private:
   void release();
 
-  const double* loss_sum_;
   cudaStream_t stream_;
   double* host_ = nullptr;            ///< [count], pinned and mapped
   double* device_ = nullptr;          ///< host_ as the device addresses it
   std::vector<cudaEvent_t> events_;   ///< [count]
-  bool copied_by_the_step_ = false;
 };
 
 /// An epoch's loss sum and correct count (and, with --loss mse, its summed absolute

@@ -3,6 +3,7 @@
 #include "common/gpu/gpu_engine.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <iostream>
 #include <numeric>
 #include <stdexcept>
@@ -43,8 +44,7 @@ GpuEngine::GpuEngine(const EngineConfig& cfg, std::unique_ptr<StepModel> step, c
     : cfg_(checked(cfg)), step_(std::move(step)), options_(options), start_(starting_values(*step_, initial)) {
   for (const std::string& row : step_->layer_rows()) profiler_.add_row(row);
   gather_row_ = profiler_.add_row("batch gather");
-  // A step that runs whole steps computes its loss inside a layer's kernel, and times it there.
-  if (!step_->runs_whole_steps()) loss_row_ = profiler_.add_row("loss (" + cfg_.loss + ")");
+  loss_row_ = profiler_.add_row("loss (" + cfg_.loss + ")");
   update_row_ = profiler_.add_row("sgd update");
 
   params_.upload(start_);
@@ -65,7 +65,7 @@ GpuEngine::GpuEngine(const EngineConfig& cfg, std::unique_ptr<StepModel> step, c
   eval_sums_.allocate();
   scratch_sums_.allocate();
   epoch_.allocate();
-  set_step_parts();
+  set_batch_parts();
   if (cfg_.profile) profiler_.enable();
   prepare(cfg_.batch);  // what the full batch needs, before any timing
 }
@@ -93,7 +93,11 @@ void GpuEngine::upload_hyper() {
 }
 
 std::vector<LayerTime> GpuEngine::layer_times() const {
-  return cfg_.profile ? profiler_.times() : std::vector<LayerTime>();
+  if (!cfg_.profile) return {};
+  std::vector<LayerTime> rows = profiler_.times();
+  // A step whose head computes the loss times it in the head's row: the engine's loss row, never timed, goes.
+  if (!profiler_.ever_timed(loss_row_)) rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(loss_row_));
+  return rows;
 }
 
 nlohmann::json GpuEngine::stage_results() const {
@@ -123,49 +127,31 @@ StepContext GpuEngine::context(DeviceSums& sums, bool training) {
   ctx.profiler = &profiler_;
   ctx.recording = recording_ && training;
   ctx.sync = training ? sync_ : nullptr;
-  ctx.parts = &parts_;
+  ctx.batch = &batch_parts_;
   return ctx;
 }
 
-void GpuEngine::set_step_parts() {
-  parts_.step = epoch_.step();
-  parts_.batch = cfg_.batch;
-  parts_.x = batch_.get();
-  parts_.y = batch_labels_.get();
+void GpuEngine::set_batch_parts() {
+  TrainingBatch& t = batch_parts_;
+  t.step = epoch_.step();
+  t.full_batch = cfg_.batch;
+  t.D = cfg_.input.size();
+  t.x = batch_.get();
+  t.y = batch_labels_.get();
   DeviceLossSlots& slots = sums_.loss_slots(stream(), kLossCheckLag + 1);  // made once, kept for every epoch
-  parts_.loss_slots = slots.device_slots();
-  parts_.loss_slot_count = slots.count();
-  parts_.gather_row = gather_row_;
-  parts_.update_row = update_row_;
+  t.loss_slots = slots.device_slots();
+  t.loss_slot_count = slots.count();
+  t.gather_row = gather_row_;
+  t.loss_row = loss_row_;
+  t.update_row = update_row_;
 }
 
 void GpuEngine::queue_step(int B, DeviceSums& sums, bool update) {
-  parts_.update = update;
-  const StepContext ctx = context(sums, /*training=*/true);
-  if (whole_steps()) {
-    step_->train_step(ctx, parts_, B);
-    return;
-  }
-  const DeviceDataset& data = epoch_.data();
-  ctx.time(gather_row_, Pass::Forward, [&] {
-    gather_batch_at_device_step(data.images.get(), data.labels.get(), epoch_.order(), epoch_.step(), cfg_.batch, B,
-                                cfg_.input.size(), batch_.get(), batch_labels_.get(), stream());
-  });
-  const float* logits = step_->forward(ctx, batch_.get(), B);
-  if (loss_row_ == kNoRow)
-    step_->loss(ctx, logits, batch_labels_.get(), B, nullptr);
-  else
-    ctx.time(loss_row_, Pass::Forward, [&] { step_->loss(ctx, logits, batch_labels_.get(), B, nullptr); });
-  step_->backward(ctx, B);
-  if (sync_ != nullptr) sync_->before_update(stream());  // also in the warm-up: the hooks' work joins the stream
-  if (update) queue_update(ctx);
-}
-
-void GpuEngine::queue_update(const StepContext& ctx) {
-  ctx.time(update_row_, Pass::Backward, [&] {
-    step_->update(ctx);
-    if (!step_->update_ends_step()) advance_device_step(epoch_.step(), stream());
-  });
+  TrainingBatch& t = batch_parts_;
+  if (t.update != update || bound_sums_ != &sums) ++t.binding;  // a warm-up pass, or the first step after one
+  t.update = update;
+  bound_sums_ = &sums;
+  step_->train_step(context(sums, /*training=*/true), B);
 }
 
 void GpuEngine::prepare(int B) { step_->prepare(context(scratch_sums_, /*training=*/false), B); }
@@ -217,11 +203,12 @@ void GpuEngine::begin_epoch(const Dataset& train, int epoch) {
 
 void GpuEngine::begin_epoch_in_order(const Dataset& train, const std::vector<int>& order) {
   epoch_.begin(train, order, cfg_.input, cfg_.classes, sums_, stream());
-  parts_.images = epoch_.data().images.get();  // the addresses a whole step's gather reads this epoch
-  parts_.labels = epoch_.data().labels.get();
-  parts_.order = epoch_.order();
-  // A step that runs whole steps copies the running loss into its slot itself.
-  sums_.loss_slots(stream(), kLossCheckLag + 1).copied_by_the_step(whole_steps() || step_->update_ends_step());
+  TrainingBatch& t = batch_parts_;  // the addresses the gather reads this epoch
+  if (t.images != epoch_.data().images.get() || t.labels != epoch_.data().labels.get() || t.order != epoch_.order())
+    ++t.binding;
+  t.images = epoch_.data().images.get();
+  t.labels = epoch_.data().labels.get();
+  t.order = epoch_.order();
   // Every batch size of the epoch is prepared now, outside the steps: the full
   // batches and, when the set does not divide evenly, the last one.
   const int size = epoch_.size();
@@ -255,7 +242,10 @@ void GpuEngine::train_batch_without_examples() {
     for (const GradientRange& r : step_->gradient_ranges()) ctx.gradients_queued(r);
     sync_->before_update(stream());
   }
-  queue_update(ctx);
+  ctx.time(update_row_, Pass::Backward, [&] {
+    step_->update(ctx);
+    end_training_step(ctx);
+  });
   epoch_.batch_queued();
 }
 

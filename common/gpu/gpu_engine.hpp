@@ -14,11 +14,11 @@
 /// Before the first step of each batch size (at begin_epoch, for the epoch's full and last
 /// batches) and before each evaluation batch, the step model prepares that size
 /// (StepModel::prepare: descriptors, algorithms, a workspace), never inside a capture.
-/// A training step queues, on the engine's stream: the gather of the batch the device's
-/// step counter names, the step model's forward, loss and backward, the GradientSync
-/// hooks when there are any, the update and the counter's advance; or, for a step model that
-/// runs whole steps (StepModel::train_step, stage 08) and no GradientSync, the step model's
-/// own kernels, which do the gather, the counter and the loss check's copy. The trainer first
+/// A training step is the step model's train_step() on the engine's stream: by default the gather
+/// of the batch the device's step counter names, the step model's forward, loss and backward, the
+/// GradientSync hooks when there are any, the update and the step's end (the loss check's copy and
+/// the counter's advance); a step model that fuses its step (stage 08) does the same in its own
+/// kernels. The engine hands it the addresses (StepContext, TrainingBatch). The trainer first
 /// has the engine pay what a step costs once (warm_up: the upload, each batch size prepared, an
 /// uncounted pass of each, the capture), before the first epoch's clock. With the graph on
 /// (the default, where the step model is capturable), the first full batch (or the warm-up) records that
@@ -89,8 +89,9 @@ class GpuEngine : public Engine {
   /// The SGD velocity of every parameter, in model order ("fc1.weight.velocity", ...), for checkpoints.
   std::vector<NamedTensor> get_optimizer_state() override;
   void set_optimizer_state(const std::vector<NamedTensor>& state) override;
-  /// With EngineConfig::profile: every layer's GPU time, then rows for the gather, the loss (not for a
-  /// step that runs whole steps: its loss is a layer's) and the update.
+  /// With EngineConfig::profile: every layer's GPU time, then rows for the gather, the loss and the
+  /// update; the loss row is left out when the step never timed it (a step whose head computes the loss
+  /// times it in the head's row).
   std::vector<LayerTime> layer_times() const override;
   void reset_layer_times() override { profiler_.reset(); }
   /// With --loss mse: whether the step model's loss also adds up the absolute errors.
@@ -112,8 +113,6 @@ class GpuEngine : public Engine {
   std::size_t parameter_count() const { return params_.size(); }
   /// True when full batches are replayed as a CUDA graph (on, capturable, and not profiling).
   bool graph_enabled() const { return options_.graph && step_->capturable() && !cfg_.profile; }
-  /// True when training steps are the step model's whole steps (StepModel::train_step): it runs them and has no GradientSync.
-  bool whole_steps() const { return step_->runs_whole_steps() && sync_ == nullptr; }
   /// Training steps run as graph replays since construction.
   long graph_replays() const { return graph_replays_; }
   /// Times the training step was captured since construction (a capture per new key, GraphKey).
@@ -171,11 +170,11 @@ class GpuEngine : public Engine {
   /// `initial` (or step's initial_parameters()), flat, checked against step's layout.
   static std::vector<float> starting_values(const StepModel& step, const std::vector<NamedTensor>& initial);
   StepContext context(DeviceSums& sums, bool training);
-  /// parts_'s fields that stay for the engine's life (the step counter, the batch buffers, the loss
+  /// batch_parts_'s fields that stay for the engine's life (the step counter, the batch buffers, the loss
   /// slots, the profile rows); begin_epoch_in_order() sets the epoch's data, queue_step() `update`.
-  void set_step_parts();
+  void set_batch_parts();
+  /// The step model's train_step() of B examples into `sums` (`update` false: an uncounted warm-up pass).
   void queue_step(int B, DeviceSums& sums, bool update);
-  void queue_update(const StepContext& ctx);
   /// Queues the copy of cfg_'s rate and momentum to hyper_, behind the steps in flight.
   void upload_hyper();
   /// The full step recorded as a CUDA graph for the current key (capturing it now unless the graph in
@@ -203,7 +202,8 @@ class GpuEngine : public Engine {
   EpochOrderAhead orders_;  ///< the next epoch's order, shuffled on the host while this epoch runs
   DeviceDataset eval_data_;
   GradientSync* sync_ = nullptr;
-  EngineStepParts parts_;  ///< what StepContext::parts points to
+  TrainingBatch batch_parts_;           ///< what StepContext::batch points to
+  const DeviceSums* bound_sums_ = nullptr;  ///< the sums of the last step queued (TrainingBatch::binding)
 
   StepCapture graph_;
   GraphKey graph_key_;
@@ -211,8 +211,7 @@ class GpuEngine : public Engine {
   long graph_replays_ = 0, graph_captures_ = 0;
 
   GpuProfiler profiler_;  ///< one row per layer, then gather, loss, update
-  static constexpr std::size_t kNoRow = static_cast<std::size_t>(-1);
-  std::size_t gather_row_ = 0, loss_row_ = kNoRow, update_row_ = 0;
+  std::size_t gather_row_ = 0, loss_row_ = 0, update_row_ = 0;
   bool recording_ = false;
 };
 

@@ -16,6 +16,7 @@ GpuProfiler::~GpuProfiler() {
 std::size_t GpuProfiler::add_row(const std::string& name) {
   if (!sections_.empty()) throw std::logic_error("GpuProfiler::add_row after enable()");
   times_.push_back({name, 0, 0, 0});
+  ever_timed_.push_back(false);
   return times_.size() - 1;
 }
 
@@ -41,7 +42,10 @@ void GpuProfiler::collect() {
     s.pending = false;
   }
   for (std::size_t r = 0; r < times_.size(); ++r)
-    if (touched[r]) ++times_[r].calls;
+    if (touched[r]) {
+      ++times_[r].calls;
+      ever_timed_[r] = true;
+    }
 }
 
 void GpuProfiler::reset() {

@@ -48,6 +48,8 @@ class GpuProfiler {
   /// Every row back to zero.
   void reset();
   const std::vector<LayerTime>& times() const { return times_; }
+  /// Whether `row` was timed at least once since the profiler was made (reset() leaves it).
+  bool ever_timed(std::size_t row) const { return ever_timed_[row]; }
 
  private:
   struct Section {
@@ -55,6 +57,7 @@ class GpuProfiler {
     bool pending = false;  ///< recorded and not yet read
   };
   std::vector<LayerTime> times_;
+  std::vector<bool> ever_timed_;   ///< per row: timed at least once (reset() leaves it)
   std::vector<Section> sections_;  ///< two per row: forward, backward
 };
 

@@ -12,6 +12,11 @@
 /// buffers hold every parameter in the order of layout() (a layer's weight, then its bias).
 /// Every call only queues work on ctx.stream and never waits for the device, so the
 /// engine may capture a whole step into a CUDA graph.
+///
+/// The engine has one way in: train_step() for every training step, forward() and loss() for
+/// evaluation, update() for a step of no examples (data parallelism). train_step's default does
+/// the engine's part around the layers (the gather, the timing rows, the sync, the step's end),
+/// so a stage writes its layers; a stage that fuses the whole step overrides train_step.
 #pragma once
 
 #include <cstddef>
@@ -31,21 +36,26 @@
 
 namespace course {
 
-/// What the engine does around a step model's layers in a training step, for a step model
-/// that does it inside its own kernels instead (StepModel::train_step: stage 08 gathers the
-/// batch in its first kernel, and copies the running loss and advances the counter in its last).
-struct EngineStepParts {
-  const float* images = nullptr;  ///< [N, D]: the training set on the device (null outside an epoch)
+/// Where a training step's batch comes from and how the step ends: the engine's part of every
+/// training step. StepModel::train_step's default runs it with the engine's own kernels (the
+/// gather, end_training_step); a step model that runs its own whole step may do the same work
+/// inside its kernels instead (stage 08 gathers in its first kernel and ends the step in its last).
+struct TrainingBatch {
+  const float* images = nullptr;  ///< [N, D]: the training set on the device
   const int* labels = nullptr;    ///< [N]
-  const int* order = nullptr;     ///< [N]: the epoch's order; batch s is order[s * batch, s * batch + B)
-  int* step = nullptr;            ///< [1]: the step counter s, which the gather reads and the step advances
-  int batch = 0;                  ///< the full batch
-  float* x = nullptr;             ///< [batch, D]: the engine's batch buffer, where a gather may write
-  int* y = nullptr;               ///< [batch]
-  double* loss_slots = nullptr;   ///< after the step, the running loss sum goes to loss_slots[s % loss_slot_count]
+  const int* order = nullptr;     ///< [N]: the epoch's order; batch s is order[s * full_batch, s * full_batch + B)
+  int* step = nullptr;            ///< [1]: the step counter s, which the gather reads and the step's end advances
+  int full_batch = 0;             ///< the engine's batch size (a last batch may be smaller)
+  long D = 0;                     ///< values per example (C*H*W)
+  float* x = nullptr;             ///< [full_batch, D]: the engine's batch buffer, where the gather writes
+  int* y = nullptr;               ///< [full_batch]
+  double* loss_slots = nullptr;   ///< the step's end copies the running loss sum into loss_slots[s % loss_slot_count]
   int loss_slot_count = 0;        ///< (pinned host memory mapped into the device: DeviceLossSlots)
-  bool update = true;             ///< false: the warm-up pass before a capture: no update, the counter untouched
-  std::size_t gather_row = 0, update_row = 0;  ///< the --profile rows of the gather and the update
+  bool update = true;             ///< false: an uncounted warm-up pass: no update, and the step not ended
+  /// Changes whenever an address above, ctx.sums or `update` changes: a step that keeps a copy of
+  /// them on the device (stage 08's persistent kernel) copies them again only then.
+  long binding = 0;
+  std::size_t gather_row = 0, loss_row = 0, update_row = 0;  ///< the engine's --profile rows
 };
 
 /// What the engine hands a step model for one batch.
@@ -64,7 +74,7 @@ struct StepContext {
   GpuProfiler* profiler = nullptr;
   bool recording = false;      ///< inside a profiled training step
   GradientSync* sync = nullptr;
-  const EngineStepParts* parts = nullptr;  ///< the engine's part of a training step (StepModel::train_step)
+  const TrainingBatch* batch = nullptr;  ///< in a training step: where its batch comes from, how it ends
 
   /// Runs `work`, timed for --profile as profile row `row` (a layer's index) in `pass`.
   template <typename Work>
@@ -79,6 +89,11 @@ struct StepContext {
     if (sync != nullptr && range.size() > 0) sync->gradients_queued(range, stream);
   }
 };
+
+/// The end of a training step, queued on ctx.stream after its work: the running loss sum copied into
+/// ctx.batch->loss_slots[s % count] for the NaN check, then the step counter s advanced (one thread,
+/// end_training_step_gpu). The default train_step ends with it, and so does a step of no examples.
+void end_training_step(const StepContext& ctx);
 
 /// A stage's training step, as the engine drives it.
 class StepModel {
@@ -106,6 +121,13 @@ class StepModel {
   /// Queues one update of every parameter from ctx.grads (SGD with momentum: ctx.hyper).
   virtual void update(const StepContext& ctx) = 0;
 
+  /// Queues one training step of B examples, the batch that *ctx.batch->step names: the gather, forward,
+  /// the loss into ctx.sums, backward, ctx.sync's before_update(), and, when ctx.batch->update, the update
+  /// and the step's end (end_training_step). The engine calls it for every training step, warm-up passes
+  /// included. The default runs those pieces one by one, timed in the layers' and the engine's rows;
+  /// a step model may run the same step its own way (stage 08 fuses it into a few kernels).
+  virtual void train_step(const StepContext& ctx, int B);
+
   /// Called before a training step or an evaluation pass of B examples is queued, never inside a
   /// capture: a step whose setup depends on the batch size (descriptors, algorithms, a workspace)
   /// makes it here; it may wait for ctx.stream and allocate. The default: nothing to prepare.
@@ -114,19 +136,6 @@ class StepModel {
   /// batch size); when it changes, the engine captures the step again. The default: none.
   virtual const void* captured_memory() const { return nullptr; }
 
-  /// Whether the step model runs whole training steps itself, the engine's parts of them included
-  /// (train_step()). The engine then calls train_step() for every training step without a GradientSync;
-  /// with one (data parallelism needs the gradients whole in ctx.grads), it runs the step its own way.
-  virtual bool runs_whole_steps() const { return false; }
-  /// With runs_whole_steps(): queues one training step of B examples: the gather of batch *parts.step
-  /// (into the step's own memory or parts.x), forward, the loss into ctx.sums, backward and, when
-  /// parts.update, the update, the copy of the running loss sum into its slot and *parts.step += 1.
-  /// Profiled like the engine's own (ctx.time, with parts.gather_row and parts.update_row).
-  virtual void train_step(const StepContext& ctx, const EngineStepParts& parts, int B);
-  /// Whether update() also ends the step as the engine would after it: copies the running loss sum
-  /// (ctx.sums) into ctx.parts->loss_slots[s % count] and advances the step counter s, *ctx.parts->step
-  /// (stage 08's update does both in its one kernel: two kernels fewer a step).
-  virtual bool update_ends_step() const { return false; }
   /// Whether loss() adds the absolute errors of --loss mse to ctx.sums (Engine::reports_mae()).
   virtual bool adds_absolute_errors() const { return true; }
 
@@ -140,6 +149,11 @@ class StepModel {
   virtual EngineState engine_state() const { return {}; }
   /// What the run's step is made of, for the --json file's "stage_results" (Engine::stage_results).
   virtual nlohmann::json stage_results() const;
+
+ protected:
+  /// The default train_step up to its update: the gather into ctx.batch->x, forward(), loss() (timed
+  /// in ctx.batch->loss_row), backward() and ctx.sync's before_update(): the gradients whole in ctx.grads.
+  void queue_gradients(const StepContext& ctx, int B);
 };
 
 }  // namespace course

@@ -22,18 +22,19 @@
 /// The engine (common/gpu/gpu_engine.hpp) owns what every stage shares: the data
 /// set, the epoch's order and the step counter on the device, the loss sums and
 /// the NaN check, the parameters and velocities, evaluation, checkpoints and the
-/// CUDA graph. This step runs whole steps (StepModel::train_step): its first
-/// kernel gathers the batch and its last copies the running loss for the check and
-/// advances the counter, so the engine adds no kernel of its own around them. It
+/// CUDA graph. This step runs its whole training step itself (StepModel::train_step):
+/// its first kernel gathers the batch and its last copies the running loss for the check
+/// and advances the counter (the step's end), so no kernel of the engine's runs around them. It
 /// keeps, beside the engine's buffers, what fusion needs: each layer's output and
 /// arg-max, the gradient each layer hands to the one below, and the partial sums of
 /// every weight gradient (the update adds them, Task 8.7). The learning rate and the
 /// momentum live in device memory, where the update reads them.
 ///
 /// Under data parallelism (a GradientSync on the engine) the all-reduce needs every
-/// gradient whole in the engine's flat buffer: the engine then runs the step its own
-/// way (its gather, forward(), loss(), backward(), update()), and backward() adds each
-/// layer's partial sums into that buffer as soon as the layer is done (partial_sums.cu).
+/// gradient whole in the engine's flat buffer: the step then runs the engine's sequence
+/// (StepModel::queue_gradients: the gather, forward(), loss(), backward(), the sync), where
+/// backward() adds each layer's partial sums into that buffer as soon as the layer is done
+/// (partial_sums.cu), and its update ends the step in the same one kernel.
 ///
 /// Ways to run a full batch (a last, smaller batch always runs its kernels one by one):
 /// - the engine's CUDA graph (the default): the step captured once and replayed;
@@ -91,21 +92,20 @@ class FusedStep : public StepModel {
   /// Plans the whole step at B (its phases, the update's table) and writes a changed learning rate.
   void prepare(const StepContext& ctx, int B) override;
 
-  /// The fused step: the engine calls it for every training step it runs alone.
-  bool runs_whole_steps() const override { return true; }
-  void train_step(const StepContext& ctx, const EngineStepParts& parts, int B) override;
+  /// Every training step: the fused kernels of the plan prepare() made, or, with a GradientSync
+  /// (data parallelism), the engine's sequence with the gradients whole in ctx.grads.
+  void train_step(const StepContext& ctx, int B) override;
 
-  /// The engine's way (evaluation, and steps with a GradientSync): every layer below the head;
+  /// Evaluation, and steps with a GradientSync: every layer below the head;
   /// returns the head's input, which loss() reads.
   const float* forward(const StepContext& ctx, const float* x, int B) override;
   /// The head: the last layer and the loss in one kernel (and, when training, the head's backward).
   void loss(const StepContext& ctx, const float* head_input, const int* labels, int B, int* predictions) override;
   /// Every layer's backward below the head; each layer's partial sums added into ctx.grads as it finishes.
   void backward(const StepContext& ctx, int B) override;
-  /// The multi-tensor update (Task 8.7) reading ctx.grads, one slice per tensor; it also copies the
-  /// running loss for the check and advances the step counter (update_ends_step()).
+  /// The multi-tensor update (Task 8.7) reading ctx.grads, one slice per tensor (a step of no examples:
+  /// the engine then ends the step).
   void update(const StepContext& ctx) override;
-  bool update_ends_step() const override { return true; }
 
   bool capturable() const override { return !persistent_enabled(); }
   /// The head adds the loss and the correct count, not the absolute errors of --loss mse.
@@ -159,7 +159,7 @@ class FusedStep : public StepModel {
     DenseChainArgs chain{};                   ///< the dense chain's arguments, when the plan is the chain
     DenseChainUpdateArgs chain_update{};      ///< (its two phases point here)
     DenseChainUpdateArgs idle_update{};       ///< the warm-up's: no tile, nothing updated
-    std::array<const void*, 5> uploaded{};    ///< the data, sums and slots the device copy points into
+    long uploaded = -1;                       ///< the engine's TrainingBatch::binding the device copy was made for
     int grid = 0, smem_bytes = 0;             ///< the persistent launch
   };
   using Pass = GpuProfiler::Pass;
@@ -179,10 +179,13 @@ class FusedStep : public StepModel {
   void add_dense_chain(StepPlan& plan, const StepContext& ctx, int B);
   void add_update(StepPlan& plan, const StepContext& ctx, const std::vector<int>& slices);
   /// `p` with this step's data, sums and loss slots (and, for the warm-up, an update that changes nothing).
-  FusedPhase bound(const FusedPhase& p, StepPlan& plan, const StepContext& ctx, const EngineStepParts& parts);
-  void time_phase(const StepContext& ctx, const EngineStepParts& parts, Row row, std::size_t layer, Pass pass,
-                  const FusedPhase& p);
-  void run_persistent(StepPlan& plan, const StepContext& ctx, const EngineStepParts& parts);
+  FusedPhase bound(const FusedPhase& p, StepPlan& plan, const StepContext& ctx);
+  void time_phase(const StepContext& ctx, Row row, std::size_t layer, Pass pass, const FusedPhase& p);
+  void run_persistent(StepPlan& plan, const StepContext& ctx);
+  /// With a GradientSync: the engine's sequence, then the update ending the step.
+  void train_step_with_sync(const StepContext& ctx, int B);
+  /// The multi-tensor update of ctx.grads; with `end_step`, it also ends the step (the loss check's copy, the counter).
+  void launch_update(const StepContext& ctx, bool end_step);
   void note_full_step(const StepPlan& full);
   std::string row_name(Row row, std::size_t layer) const;
 

@@ -61,7 +61,7 @@ void FusedStep::add_phase(StepPlan& plan, const FusedPhase& p, Row row, std::siz
 }
 
 void FusedStep::add_dense_chain(StepPlan& plan, const StepContext& ctx, int B) {
-  const EngineStepParts& parts = *ctx.parts;
+  const TrainingBatch& parts = *ctx.batch;
   std::vector<ChainLayer> chain(layers_.size());
   std::vector<long long> w_offsets(layers_.size()), b_offsets(layers_.size());
   for (std::size_t i = 0; i < layers_.size(); ++i) {
@@ -74,7 +74,7 @@ void FusedStep::add_dense_chain(StepPlan& plan, const StepContext& ctx, int B) {
   }
   const int L = static_cast<int>(chain.size());
   // The data and the sums are bound to each step as it runs (bound()).
-  plan.chain = plan_dense_chain(B, chain.data(), L, fused_loss(), nullptr, nullptr, nullptr, parts.step, parts.batch,
+  plan.chain = plan_dense_chain(B, chain.data(), L, fused_loss(), nullptr, nullptr, nullptr, parts.step, parts.full_batch,
                                 parts.x, ctx.sums->loss_sum.get(), ctx.sums->correct.get(), target_blocks_ / 2);
   add_phase(plan, fused_phase(&plan.chain), Row::Chain, 0, Pass::Forward);
   plan.chain_update = plan_dense_chain_update(B, chain.data(), L, parts.x, w_offsets.data(), b_offsets.data(),
@@ -97,7 +97,7 @@ void FusedStep::add_update(StepPlan& plan, const StepContext& ctx, const std::ve
   plan.tensors.upload(tensors);
   const SgdArgs sgd = plan_sgd_multi_tensor(ctx.params, ctx.velocity, plan.tensors.get(),
                                             static_cast<int>(tensors.size()), ctx.param_count, ctx.hyper,
-                                            ctx.parts->step);
+                                            ctx.batch->step);
   add_phase(plan, fused_phase(sgd), Row::Update, 0, Pass::Backward);
 }
 
@@ -110,11 +110,11 @@ FusedStep::StepPlan& FusedStep::plan_for(const StepContext& ctx, int B) {
     add_dense_chain(*plan, ctx, B);
     return *plans_.emplace(B, std::move(plan)).first->second;
   }
-  const EngineStepParts& parts = *ctx.parts;
+  const TrainingBatch& parts = *ctx.batch;
   const long long D = cfg_.input.size();
   GatherArgs gather{};  // the data is bound to each step as it runs (bound())
   gather.step = parts.step;
-  gather.batch = parts.batch;
+  gather.batch = parts.full_batch;
   gather.B = B;
   gather.D = D;
   gather.x = parts.x;
@@ -152,7 +152,8 @@ FusedStep::StepPlan& FusedStep::plan_for(const StepContext& ctx, int B) {
 
 // ---- running the whole step -------------------------------------------------------------------
 
-FusedPhase FusedStep::bound(const FusedPhase& p, StepPlan& plan, const StepContext& ctx, const EngineStepParts& parts) {
+FusedPhase FusedStep::bound(const FusedPhase& p, StepPlan& plan, const StepContext& ctx) {
+  const TrainingBatch& parts = *ctx.batch;
   FusedPhase q = p;
   const LossCheckCopy copy{ctx.sums->loss_sum.get(), parts.loss_slots, parts.loss_slot_count};
   switch (q.kind) {
@@ -198,40 +199,52 @@ FusedPhase FusedStep::bound(const FusedPhase& p, StepPlan& plan, const StepConte
   return q;
 }
 
-void FusedStep::time_phase(const StepContext& ctx, const EngineStepParts& parts, Row row, std::size_t layer,
-                           Pass pass, const FusedPhase& p) {
+void FusedStep::time_phase(const StepContext& ctx, Row row, std::size_t layer, Pass pass, const FusedPhase& p) {
   const auto launch = [&] { launch_phase(p, ctx.stream, early_launch_enabled()); };
   switch (row) {
     case Row::Layer: ctx.time(layer, pass, launch); break;
-    case Row::Gather: ctx.time(parts.gather_row, pass, launch); break;
-    case Row::Update: ctx.time(parts.update_row, pass, launch); break;
+    case Row::Gather: ctx.time(ctx.batch->gather_row, pass, launch); break;
+    case Row::Update: ctx.time(ctx.batch->update_row, pass, launch); break;
     default: launch();  // the dense chain never runs under --profile
   }
 }
 
-void FusedStep::train_step(const StepContext& ctx, const EngineStepParts& parts, int B) {
+void FusedStep::train_step(const StepContext& ctx, int B) {
+  if (ctx.sync != nullptr) {
+    train_step_with_sync(ctx, B);
+    return;
+  }
   auto found = plans_.find(B);
   if (found == plans_.end())
     throw std::logic_error("FusedStep::train_step: batch size " + std::to_string(B) + " was not prepared");
   StepPlan& plan = *found->second;
   if (persistent_enabled()) {
-    run_persistent(plan, ctx, parts);
+    run_persistent(plan, ctx);
     return;
   }
   for (std::size_t k = 0; k < plan.phases.size(); ++k)
-    time_phase(ctx, parts, plan.rows[k], plan.layer_of[k], plan.passes[k], bound(plan.phases[k], plan, ctx, parts));
+    time_phase(ctx, plan.rows[k], plan.layer_of[k], plan.passes[k], bound(plan.phases[k], plan, ctx));
 }
 
-void FusedStep::run_persistent(StepPlan& plan, const StepContext& ctx, const EngineStepParts& parts) {
-  const std::array<const void*, 5> key = {parts.images, parts.labels, parts.order, ctx.sums->loss_sum.get(),
-                                         parts.loss_slots};
-  // The device copy holds the addresses bound() fills in: new ones (a new epoch's data) need a new copy.
-  if (plan.uploaded != key) {
+void FusedStep::train_step_with_sync(const StepContext& ctx, int B) {
+  // The head computes the loss: its time goes to the head's row, as in the fused step.
+  TrainingBatch with_head_row = *ctx.batch;
+  with_head_row.loss_row = layers_.size() - 1;
+  StepContext c = ctx;
+  c.batch = &with_head_row;
+  queue_gradients(c, B);
+  if (ctx.batch->update) ctx.time(ctx.batch->update_row, Pass::Backward, [&] { launch_update(ctx, /*end_step=*/true); });
+}
+
+void FusedStep::run_persistent(StepPlan& plan, const StepContext& ctx) {
+  // The device copy holds the addresses bound() fills in: when the engine's change (a new epoch's
+  // data, the warm-up's sums), a new copy.
+  if (plan.uploaded != ctx.batch->binding) {
     std::vector<FusedPhase> phases;
-    for (const FusedPhase& p : plan.phases) phases.push_back(bound(p, plan, ctx, parts));
+    for (const FusedPhase& p : plan.phases) phases.push_back(bound(p, plan, ctx));
     CUDA_CHECK(cudaStreamSynchronize(ctx.stream));  // no step in flight reads the old copy
     plan.device_phases.upload(phases.data(), phases.size());
-    plan.uploaded = key;
+    plan.uploaded = ctx.batch->binding;
   }
   persistent_step_gpu(plan.device_phases.get(), static_cast<int>(plan.phases.size()), plan.grid, plan.smem_bytes,
                       ctx.stream);

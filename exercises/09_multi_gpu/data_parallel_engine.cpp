@@ -62,9 +62,9 @@ DataParallelEngine::DataParallelEngine(std::unique_ptr<GpuEngine> local, std::un
   set_weight(1.f);
   weighted_sum_ = create_weighted_sum(comm_->get(), weight_.get());
   have_op_ = true;
-  // One rank has nothing to sum: a step model that runs whole steps (stage 08's) then runs them
-  // as it does alone, its gather, loss check and counter inside its own kernels, and no all-reduce.
-  const bool sums_gradients = world() > 1 || !local_->step().runs_whole_steps();
+  // One rank has nothing to sum; unless asked to (DataParallelOptions::sum_alone), it runs its step
+  // as the stage alone does.
+  const bool sums_gradients = world() > 1 || options_.sum_alone;
   timing_.profiler = global_.profile && sums_gradients ? &profiler_ : nullptr;
   if (options_.allreduce == "flat") {
     flat_ = std::make_unique<FlatAllReduce>(comm_->get(), weighted_sum_, local_->gradients(), local_->parameter_count(),

@@ -167,7 +167,7 @@ const float* FusedStep::forward(const StepContext& ctx, const float* x, int B) {
 void FusedStep::loss(const StepContext& ctx, const float* head_input, const int* labels, int B, int* predictions) {
   const FusedPhase p = head_phase(B, head_input, ctx.params, labels, *ctx.sums, ctx.training, predictions);
   head_slices_ = p.head.blocks;
-  ctx.time(layers_.size() - 1, Pass::Forward, [&] { launch_phase(p, ctx.stream, early_launch_enabled()); });
+  launch_phase(p, ctx.stream, early_launch_enabled());  // timed by the caller, in the head's row
 }
 
 void FusedStep::backward(const StepContext& ctx, int B) {
@@ -203,11 +203,13 @@ void FusedStep::backward(const StepContext& ctx, int B) {
     for (const GradientRange& range : ranges_) ctx.gradients_queued(range);
 }
 
-void FusedStep::update(const StepContext& ctx) {
-  const EngineStepParts& parts = *ctx.parts;
+void FusedStep::update(const StepContext& ctx) { launch_update(ctx, /*end_step=*/false); }
+
+void FusedStep::launch_update(const StepContext& ctx, bool end_step) {
+  const TrainingBatch& t = *ctx.batch;
   SgdArgs sgd = plan_sgd_multi_tensor(ctx.params, ctx.velocity, whole_gradients_.get(), 1, ctx.param_count,
-                                      ctx.hyper, parts.step);
-  sgd.loss = {ctx.sums->loss_sum.get(), parts.loss_slots, parts.loss_slot_count};
+                                      ctx.hyper, end_step ? t.step : nullptr);
+  if (end_step) sgd.loss = {ctx.sums->loss_sum.get(), t.loss_slots, t.loss_slot_count};
   // After the buckets' wait for their stream's event: not launched early. After a flat or peer sum
   // (a kernel in this stream) it may be: its wait is for that kernel's end.
   launch_phase(fused_phase(sgd), ctx.stream, early_launch_enabled() && !ctx.gradients_wanted_layer_by_layer());

@@ -51,6 +51,10 @@ namespace course {
 struct DataParallelOptions {
   std::string allreduce = "auto";  ///< "flat" (Task 9.2), "buckets" (Task 9.4), "peer" (one host, peer_allreduce.hpp) or "auto": peer where it can run, else buckets
   std::size_t bucket_bytes = 128 * 1024;  ///< the smallest bucket (buckets only)
+  /// With one rank: sum the gradients anyway (a sum of one, x * 1 = x bit for bit), so the run takes the
+  /// path of a run of many ranks, which the one-GPU tests check. false: one rank runs its step as the
+  /// stage alone does (stage 08's fused step then runs its few kernels, with no sync in between).
+  bool sum_alone = true;
 };
 
 /// One rank's engine (see the file's description).

@@ -44,6 +44,8 @@ struct TinySet {
     x.upload(std::vector<float>(kBatch * kD, -1.f));
     y.upload(std::vector<int>(kBatch, -1));
   }
+  // The counter advanced; no loss slots.
+  void end_step(cudaStream_t s) { end_training_step_gpu(step.get(), nullptr, nullptr, 0, s); }
   void gather(int B, cudaStream_t s) {
     gather_batch_at_device_step(images.get(), labels.get(), order.get(), step.get(), kBatch, B, kD, x.get(), y.get(), s);
   }
@@ -108,8 +110,28 @@ TEST(Stage06_StepCapture, GatherFollowsTheDeviceStepCounter) {
     const int B = std::min(kBatch, kExamples - b * kBatch);  // 4, 4, then the last 2
     set.gather(B, gpu.stream());
     set.expect_batch(b, B, "batch " + std::to_string(b));
-    advance_device_step(set.step.get(), gpu.stream());
-    EXPECT_EQ(set.counter(), b + 1) << "advance_device_step adds one";
+    set.end_step(gpu.stream());
+    EXPECT_EQ(set.counter(), b + 1) << "end_training_step_gpu adds one";
+  }
+}
+
+// The end of a step copies the running loss into slot s % count, s the counter before it adds one:
+// the slot the host waits on for step s (DeviceLossSlots).
+TEST(Stage06_StepCapture, TheStepsEndCopiesTheLossIntoTheCountersSlot) {
+  S06_SKIP_WITHOUT_GPU();
+  TestGpu gpu;
+  TinySet set;
+  constexpr int kSlots = 3;
+  DeviceBuffer<double> loss, slots;
+  slots.upload(std::vector<double>(kSlots, -1.0));
+  std::vector<double> want(kSlots, -1.0);
+  for (int s = 0; s < 5; ++s) {
+    const double running = 1.5 * (s + 1);
+    loss.upload(std::vector<double>{running});
+    end_training_step_gpu(set.step.get(), loss.get(), slots.get(), kSlots, gpu.stream());
+    want[static_cast<std::size_t>(s % kSlots)] = running;
+    EXPECT_EQ(set.counter(), s + 1) << "after the end of step " << s;
+    EXPECT_EQ(slots.download(), want) << "after the end of step " << s << ": its loss belongs in slot " << s % kSlots;
   }
 }
 
@@ -123,7 +145,7 @@ TEST(Stage06_StepCapture, EachReplayTakesTheNextBatch) {
   EXPECT_FALSE(graph.ready()) << "a StepCapture nothing was captured into";
   graph.capture(gpu.stream(), [&] {
     set.gather(kBatch, gpu.stream());
-    advance_device_step(set.step.get(), gpu.stream());
+    set.end_step(gpu.stream());
   });
   ASSERT_TRUE(graph.ready()) << "StepCapture::capture() returned without a graph";
   EXPECT_EQ(graph.nodes(), 2u) << "nodes of the graph: a gather and a counter increment";
