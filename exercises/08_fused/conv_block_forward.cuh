@@ -34,9 +34,57 @@ namespace course {
 /// The forward pass of block `block` of a.blocks (layout in ConvForwardArgs), K and Q known to the compiler.
 template <int K, int Q>
 __device__ void conv_block_forward_tile(const ConvForwardArgs& a, int block, float* smem) {
-  // TODO(Task 8.1): stage the input tile with its halo and the block's weights in shared memory, chans channels at a time; each thread sums the Q x Q conv outputs of its position for 4 filters over its part of the channels (every splits-th); the parts add their sums through shared memory in part order; part 0 then adds the bias, applies the activation, keeps the first maximum of the window and writes y and the window offset dh * Q + dw
-  // HINT: the tile's first output (qh0, qw0) reads input rows from qh0 * Q - P: cell (row, col) of the staged tile is input (qh0 Q - P + row, qw0 Q - P + col), 0 outside the image.
-  // HINT: a thread at (th, tw) of the tile reads tile rows th Q + dh + kh and columns tw Q + dw + kw; stage the weights as [channel][tap][16 filters] so that its 4 filters are one float4.
+  // Given: the block's coordinates, this thread's position, filters and part, and the shared-memory layout.
+  const ConvBlockShape& s = a.s;
+  constexpr int kTaps = K * K;
+  const int tiles = a.tiles_h * a.tiles_w;
+  const int tile = block % tiles;
+  const int filter_group = block / tiles % a.filter_groups;
+  const int image_group = block / (tiles * a.filter_groups);
+  const int qh0 = tile / a.tiles_w * a.tile_h, qw0 = tile % a.tiles_w * a.tile_w;  // the tile's first output of y
+  const int n0 = image_group * a.images, f0 = filter_group * kConvGroup;
+
+  // This thread: one output position (image, th, tw) of the tile, filters f0 + 4 quad .. f0 + 4 quad + 3,
+  // and part `part` of the sum over the channels (slots past splits * positions sit idle).
+  const int slot = static_cast<int>(threadIdx.x) % kConvSlots, quad = static_cast<int>(threadIdx.x) / kConvSlots;
+  const int per_image = a.tile_h * a.tile_w, positions = a.images * per_image;
+  const int position = slot % positions, part = slot / positions;
+  const int image = position / per_image, th = position % per_image / a.tile_w, tw = position % a.tile_w;
+  const int n = n0 + image, qh = qh0 + th, qw = qw0 + tw;
+  const bool summing = part < a.splits;
+  const bool active = summing && n < a.B && qh < s.Hq && qw < s.Wq;
+
+  // Shared memory: the input tiles [images][chans][IH][IW], then the weights [chans][K*K][kConvGroup].
+  const int IH = a.tile_h * Q + K - 1, IW = a.tile_w * Q + K - 1;
+  float* tile_in = smem;
+  float* tile_w = smem + round_up_to_4(a.images * a.chans * IH * IW);
+  const int top = qh0 * Q - s.P, left = qw0 * Q - s.P;  // input cell of the staged tile's (0, 0)
+
+  float acc[4][Q][Q];
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int dh = 0; dh < Q; ++dh)
+#pragma unroll
+      for (int dw = 0; dw < Q; ++dw) acc[j][dh][dw] = 0.f;
+
+  for (int c0 = 0; c0 < s.C; c0 += a.chans) {
+    const int cc = min(a.chans, s.C - c0);
+    __syncthreads();  // every thread is done with the previous stage
+    // TODO(Task 8.1): stage channels c0 .. c0 + cc - 1: the input tiles of the block's images with their halo (0 for the padding and past the image), then the block's kConvGroup filters' weights as [channel][tap][filter]
+    // HINT: the tile's first output (qh0, qw0) reads input rows from qh0 * Q - P: cell (row, col) of the staged tile is input (qh0 Q - P + row, qw0 Q - P + col), 0 outside the image (`top`, `left`).
+    // HINT: stage the weights as [channel][tap][16 filters] (0 past F), so that a thread's 4 filters of one tap are one float4.
+    __syncthreads();
+
+    // TODO(Task 8.1): this thread's part of the staged channels (every splits-th, from `part`): add into acc[j][dh][dw] the K x K taps of the conv output (th Q + dh, tw Q + dw) of its image for its 4 filters
+    // HINT: a thread at (th, tw) of the tile reads tile rows th Q + dh + kh and columns tw Q + dw + kw; read the Q rows of Q + K - 1 cells of one kernel row into registers once, and use each cell for every kw and all 4 filters.
+  }
+
+  // TODO(Task 8.1): with splits > 1, the parts add their sums through shared memory: parts 1 .. splits - 1 write theirs, part 0 adds them in part order (the same bits every run)
+  // HINT: the last stage's shared memory is free once every thread has read it: one __syncthreads() before the writes, one between the writes and the reads.
+
+  // TODO(Task 8.1): part 0 of an active position: for each of its 4 filters below F, add the bias, apply the activation, keep the first maximum of the Q x Q window (row-major, strict >) and write y and, when Q > 1, the window offset dh * Q + dw
+  // HINT: the activation is monotone, but apply it to every value before comparing: the first maximum must be the one stage 02's max-pool takes.
 }
 
 /// Virtual block `block` of the forward kernel, as the persistent kernel runs it (fused_phases.hpp): K and Q

@@ -43,9 +43,29 @@ constexpr int kDenseLoadsInFlight = 8;
 
 /// Block `block` of a.blocks of the dense forward pass (layout in DenseForwardArgs).
 __device__ inline void dense_forward_tile(const DenseForwardArgs& a, int block, float* smem) {
-  // TODO(Task 8.4): stage kDenseChunk columns of x (the tile's rows) and of W (the tile's outputs, transposed) at a time over the block's slice of IN; each thread sums one row and 4 outputs; with one slice apply bias and activation and write y, else write the partial sums and let the last block of the tile (integer ticket) add the slices in order and finish
+  // Given: the block's tile and slice of IN, the shared-memory layout, and this thread's row and 4 outputs.
+  constexpr int kXPitch = kDenseChunk + 1, kWPitch = kDenseTile + 4;
+  __shared__ bool last_block;
+  const int tiles = a.row_tiles * a.col_tiles;
+  const int tile = block % tiles, k_slice = block / tiles;
+  const int n0 = tile / a.col_tiles * kDenseTile, o0 = tile % a.col_tiles * kDenseTile;
+  const int k_begin = k_slice * a.k_len, k_end = min(a.IN, k_begin + a.k_len);
+  float* xs = smem;                                             // [kDenseTile][kXPitch]: rows n0 ..
+  float* ws = smem + round_up_to_4(kDenseTile * kXPitch);       // [kDenseChunk][kWPitch]: W^T, outputs o0 ..
+  const int r = static_cast<int>(threadIdx.x) / 8, c4 = static_cast<int>(threadIdx.x) % 8;  // row n0 + r, outputs o0 + 4 c4 ..
+
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};  // this thread's sums of row n0 + r, outputs o0 + 4 c4 .. o0 + 4 c4 + 3
+
+  // TODO(Task 8.4): over the block's slice [k_begin, k_end) of IN, kDenseChunk columns at a time: stage the tile's rows of x and its outputs' rows of W (transposed), then add into acc[j] the products of row n0 + r and output o0 + 4 c4 + j
   // HINT: pad the staged rows of x to kDenseChunk + 1 floats and store W^T as [k][kDenseTile + 4], so that a warp's reads of x fall in different banks and its 4 outputs are one aligned float4.
-  // HINT: __threadfence() after writing the partial sums and before the ticket; the last block fences again and reads the partials with __ldcg.
+  // HINT: stage_in_flight (fused_common.cuh) keeps kDenseLoadsInFlight loads of each thread in flight; rows past B and outputs past OUT stage 0.
+
+  const int n = n0 + r;
+  // TODO(Task 8.4): with one slice, add the bias, apply the activation and write y; with several, write this slice's partial sums, make them visible, and take the tile's ticket: only the block that draws the last one goes on (last_block)
+  // HINT: __threadfence() after writing the partial sums and before the ticket (atomicAdd on counters[tile], an integer: exact in any order).
+
+  // TODO(Task 8.4): the tile's last block: add the slices' partial sums of row n and its 4 outputs in slice order 0, 1, 2, ..., add the bias, apply the activation, write y, and put the tile's counter back to 0 for the next launch
+  // HINT: fence again, then read the partials with __ldcg (past the L1 cache, which is not kept coherent between multiprocessors); load 8 slices (one float4 each) before adding them, so that their loads are in flight together.
 }
 
 /// Weight-gradient block `block` of a.weight_blocks: a tile of dW (and db) over one slice of examples.

@@ -30,9 +30,26 @@ namespace course {
 /// KC, known to the compiler; KC = 0: any a.K up to kHeadMaxClasses.
 template <int KC>
 __device__ void softmax_head_rows_of(const HeadArgs& a, int block, float* smem) {
-  // TODO(Task 8.6): one warp per example: each lane sums its share of the row for all K logits at once, a shuffle tree gives every lane all K sums; every lane then has the arg-max, the loss and, when training, dz = dL/dz (lane 0 adds the loss and the count); dx = dz W for the row; then the block's rows' dz through shared memory, and this block's slice of dW and db
+  // Given: this warp's example n, the shared memory for the block's dz, and the row's K logits in registers.
+  constexpr int kMax = KC > 0 ? KC : kHeadMaxClasses;  // the logits a lane holds
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int n0 = block * kHeadRows, n = n0 + warp;
+  const bool has_row = n < a.B;  // the same for the whole warp
+  float* dz_rows = smem;         // [kHeadRows][K]: dL/dz of the block's rows, 0 for rows past B
+
+  float z[kMax];  // the logits z_k, then dz_k; 0 for a row past B
+#pragma unroll
+  for (int k = 0; k < kMax; ++k) z[k] = 0.f;
+
+  // TODO(Task 8.6): the logits of row n: each lane sums its share of the row (i = lane, lane + 32, ...) for all K logits at once, a shuffle tree leaves every lane with all K sums, plus the bias
   // HINT: keep the K logits in a register array of kMax, every loop over k unrolled with `if (KC > 0 || k < a.K)`: an array indexed by a value the compiler cannot see lives in local memory, not in registers.
-  // HINT: rows past B must still reach __syncthreads(); give them dz = 0, so that the block's sums need no test.
+
+  // TODO(Task 8.6): in every lane: the first arg-max of the row (the prediction), the loss (cross-entropy with the max trick, or mse) and dz = dL/dz of the batch mean in place of z; lane 0 adds the loss and the correct count, and writes the prediction when asked
+  // HINT: the cross-entropy's dz_k is (e^(z_k - m) / sum - [k = y]) / B, with m the row's maximum; mse's is 2 (z_k - [k = y]) / (B K) (stage 04's formulas).
+  if (!a.train) return;
+
+  // TODO(Task 8.6): the backward: dx = dz W for row n (when a.dx is given); the block's rows' dz through shared memory; then this block's slice of dW (sum over its rows of dz_k x_i) and of db
+  // HINT: rows past B must still reach __syncthreads(); their dz is 0, so that the block's sums need no test.
 }
 
 /// The head's block `block` of a.blocks. The `cnn` and the `mlp` end in 10 classes: their heads are compiled

@@ -34,9 +34,7 @@ namespace course {
 /// The forward pass of block `block` of a.blocks (layout in ConvForwardArgs), K and Q known to the compiler.
 template <int K, int Q>
 __device__ void conv_block_forward_tile(const ConvForwardArgs& a, int block, float* smem) {
-  // BEGIN Task 8.1 (device): stage the input tile with its halo and the block's weights in shared memory, chans channels at a time; each thread sums the Q x Q conv outputs of its position for 4 filters over its part of the channels (every splits-th); the parts add their sums through shared memory in part order; part 0 then adds the bias, applies the activation, keeps the first maximum of the window and writes y and the window offset dh * Q + dw
-  // HINT: the tile's first output (qh0, qw0) reads input rows from qh0 * Q - P: cell (row, col) of the staged tile is input (qh0 Q - P + row, qw0 Q - P + col), 0 outside the image.
-  // HINT: a thread at (th, tw) of the tile reads tile rows th Q + dh + kh and columns tw Q + dw + kw; stage the weights as [channel][tap][16 filters] so that its 4 filters are one float4.
+  // Given: the block's coordinates, this thread's position, filters and part, and the shared-memory layout.
   const ConvBlockShape& s = a.s;
   constexpr int kTaps = K * K;
   const int tiles = a.tiles_h * a.tiles_w;
@@ -73,6 +71,9 @@ __device__ void conv_block_forward_tile(const ConvForwardArgs& a, int block, flo
   for (int c0 = 0; c0 < s.C; c0 += a.chans) {
     const int cc = min(a.chans, s.C - c0);
     __syncthreads();  // every thread is done with the previous stage
+    // BEGIN Task 8.1 (device): stage channels c0 .. c0 + cc - 1: the input tiles of the block's images with their halo (0 for the padding and past the image), then the block's kConvGroup filters' weights as [channel][tap][filter]
+    // HINT: the tile's first output (qh0, qw0) reads input rows from qh0 * Q - P: cell (row, col) of the staged tile is input (qh0 Q - P + row, qw0 Q - P + col), 0 outside the image (`top`, `left`).
+    // HINT: stage the weights as [channel][tap][16 filters] (0 past F), so that a thread's 4 filters of one tap are one float4.
     for (int i = threadIdx.x; i < a.images * cc * IH * IW; i += blockDim.x) {
       const int col = i % IW, row = i / IW % IH, c = i / (IW * IH) % cc, im = i / (IW * IH * cc);
       const int nn = n0 + im, ih = top + row, iw = left + col;
@@ -87,7 +88,11 @@ __device__ void conv_block_forward_tile(const ConvForwardArgs& a, int block, flo
       tile_w[(c * kTaps + tap) * kConvGroup + fl] =
           f < s.F ? a.w[(static_cast<long>(f) * s.C + c0 + c) * kTaps + tap] : 0.f;
     }
+    // END Task 8.1
     __syncthreads();
+
+    // BEGIN Task 8.1 (device): this thread's part of the staged channels (every splits-th, from `part`): add into acc[j][dh][dw] the K x K taps of the conv output (th Q + dh, tw Q + dw) of its image for its 4 filters
+    // HINT: a thread at (th, tw) of the tile reads tile rows th Q + dh + kh and columns tw Q + dw + kw; read the Q rows of Q + K - 1 cells of one kernel row into registers once, and use each cell for every kw and all 4 filters.
 
     const float* in = tile_in + image * a.chans * IH * IW + th * Q * IW + tw * Q;  // this window's (0, 0)
     for (int c = summing ? part : cc; c < cc; c += a.splits) {
@@ -116,8 +121,11 @@ __device__ void conv_block_forward_tile(const ConvForwardArgs& a, int block, flo
         }
       }
     }
+    // END Task 8.1
   }
 
+  // BEGIN Task 8.1 (device): with splits > 1, the parts add their sums through shared memory: parts 1 .. splits - 1 write theirs, part 0 adds them in part order (the same bits every run)
+  // HINT: the last stage's shared memory is free once every thread has read it: one __syncthreads() before the writes, one between the writes and the reads.
   if (a.splits > 1) {
     // Parts 1 .. splits - 1 leave their sums in shared memory, value v of every position side by side
     // (consecutive lanes, consecutive banks); part 0 adds them in part order.
@@ -142,7 +150,10 @@ __device__ void conv_block_forward_tile(const ConvForwardArgs& a, int block, flo
 #pragma unroll
             for (int dw = 0; dw < Q; ++dw) acc[j][dh][dw] += sums[at(p, (j * Q + dh) * Q + dw)];
   }
+  // END Task 8.1
 
+  // BEGIN Task 8.1 (device): part 0 of an active position: for each of its 4 filters below F, add the bias, apply the activation, keep the first maximum of the Q x Q window (row-major, strict >) and write y and, when Q > 1, the window offset dh * Q + dw
+  // HINT: the activation is monotone, but apply it to every value before comparing: the first maximum must be the one stage 02's max-pool takes.
   if (!active || part != 0) return;
 #pragma unroll
   for (int j = 0; j < 4; ++j) {

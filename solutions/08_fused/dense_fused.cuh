@@ -43,9 +43,7 @@ constexpr int kDenseLoadsInFlight = 8;
 
 /// Block `block` of a.blocks of the dense forward pass (layout in DenseForwardArgs).
 __device__ inline void dense_forward_tile(const DenseForwardArgs& a, int block, float* smem) {
-  // BEGIN Task 8.4 (device): stage kDenseChunk columns of x (the tile's rows) and of W (the tile's outputs, transposed) at a time over the block's slice of IN; each thread sums one row and 4 outputs; with one slice apply bias and activation and write y, else write the partial sums and let the last block of the tile (integer ticket) add the slices in order and finish
-  // HINT: pad the staged rows of x to kDenseChunk + 1 floats and store W^T as [k][kDenseTile + 4], so that a warp's reads of x fall in different banks and its 4 outputs are one aligned float4.
-  // HINT: __threadfence() after writing the partial sums and before the ticket; the last block fences again and reads the partials with __ldcg.
+  // Given: the block's tile and slice of IN, the shared-memory layout, and this thread's row and 4 outputs.
   constexpr int kXPitch = kDenseChunk + 1, kWPitch = kDenseTile + 4;
   __shared__ bool last_block;
   const int tiles = a.row_tiles * a.col_tiles;
@@ -56,7 +54,11 @@ __device__ inline void dense_forward_tile(const DenseForwardArgs& a, int block, 
   float* ws = smem + round_up_to_4(kDenseTile * kXPitch);       // [kDenseChunk][kWPitch]: W^T, outputs o0 ..
   const int r = static_cast<int>(threadIdx.x) / 8, c4 = static_cast<int>(threadIdx.x) % 8;  // row n0 + r, outputs o0 + 4 c4 ..
 
-  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};  // this thread's sums of row n0 + r, outputs o0 + 4 c4 .. o0 + 4 c4 + 3
+
+  // BEGIN Task 8.4 (device): over the block's slice [k_begin, k_end) of IN, kDenseChunk columns at a time: stage the tile's rows of x and its outputs' rows of W (transposed), then add into acc[j] the products of row n0 + r and output o0 + 4 c4 + j
+  // HINT: pad the staged rows of x to kDenseChunk + 1 floats and store W^T as [k][kDenseTile + 4], so that a warp's reads of x fall in different banks and its 4 outputs are one aligned float4.
+  // HINT: stage_in_flight (fused_common.cuh) keeps kDenseLoadsInFlight loads of each thread in flight; rows past B and outputs past OUT stage 0.
   for (int k0 = k_begin; k0 < k_end; k0 += kDenseChunk) {
     const int kn = min(kDenseChunk, k_end - k0);
     __syncthreads();  // every thread is done with the previous chunk
@@ -85,8 +87,11 @@ __device__ inline void dense_forward_tile(const DenseForwardArgs& a, int block, 
       acc[3] += xv * wv.w;
     }
   }
+  // END Task 8.4
 
   const int n = n0 + r;
+  // BEGIN Task 8.4 (device): with one slice, add the bias, apply the activation and write y; with several, write this slice's partial sums, make them visible, and take the tile's ticket: only the block that draws the last one goes on (last_block)
+  // HINT: __threadfence() after writing the partial sums and before the ticket (atomicAdd on counters[tile], an integer: exact in any order).
   if (a.k_slices == 1) {  // the whole sum is here: finish at once
     if (n < a.B)
 #pragma unroll
@@ -107,6 +112,10 @@ __device__ inline void dense_forward_tile(const DenseForwardArgs& a, int block, 
   if (threadIdx.x == 0) last_block = atomicAdd(&a.counters[tile], 1u) == static_cast<unsigned>(a.k_slices - 1);
   __syncthreads();
   if (!last_block) return;
+  // END Task 8.4
+
+  // BEGIN Task 8.4 (device): the tile's last block: add the slices' partial sums of row n and its 4 outputs in slice order 0, 1, 2, ..., add the bias, apply the activation, write y, and put the tile's counter back to 0 for the next launch
+  // HINT: fence again, then read the partials with __ldcg (past the L1 cache, which is not kept coherent between multiprocessors); load 8 slices (one float4 each) before adding them, so that their loads are in flight together.
   __threadfence();
   if (n < a.B) {
     // The slices in order 0, 1, 2, ...; many at a time, so that their loads are in flight
