@@ -77,10 +77,14 @@ void BucketedAllReduce::before_update(cudaStream_t stream) {
 
 void BucketedAllReduce::launch(std::size_t j, cudaStream_t compute) {
   const Bucket& b = buckets_[j];
-  // TODO(Task 9.4): bucket b's gradients are final once `compute` gets past the work queued on it so far: make the communication stream wait for that point (an event), then all-reduce the bucket there
+  // TODO(Task 9.4): bucket b's gradients are final once `compute` gets past the work queued on it so far: make the communication stream wait for that point (an event, ready_[j])
   // HINT: cudaEventRecord(ready_[j], compute), then cudaStreamWaitEvent(comm_stream_, ready_[j], 0): the host never waits.
-  // HINT: the all-reduce is Task 9.2's allreduce_weighted on gradients_ + b.begin, b.size() values, on comm_stream_ (timed: timing_.time(rows_[j], comm_stream_, [&] { ... })).
   throw course::NotImplemented("Task 9.4", "09_multi_gpu/bucketed_allreduce.cpp", "docs/lessons/09_multi_gpu.md");
+  timing_.time(rows_[j], comm_stream_, [&] {  // --profile's row of bucket j (given)
+    // TODO(Task 9.4): all-reduce bucket b's gradients on the communication stream
+    // HINT: Task 9.2's allreduce_weighted on gradients_ + b.begin, b.size() values, on comm_stream_.
+    throw course::NotImplemented("Task 9.4", "09_multi_gpu/bucketed_allreduce.cpp", "docs/lessons/09_multi_gpu.md");
+  });
 }
 
 void BucketedAllReduce::join(cudaStream_t compute) {

@@ -77,14 +77,17 @@ void BucketedAllReduce::before_update(cudaStream_t stream) {
 
 void BucketedAllReduce::launch(std::size_t j, cudaStream_t compute) {
   const Bucket& b = buckets_[j];
-  // BEGIN Task 9.4: bucket b's gradients are final once `compute` gets past the work queued on it so far: make the communication stream wait for that point (an event), then all-reduce the bucket there
+  // BEGIN Task 9.4: bucket b's gradients are final once `compute` gets past the work queued on it so far: make the communication stream wait for that point (an event, ready_[j])
   // HINT: cudaEventRecord(ready_[j], compute), then cudaStreamWaitEvent(comm_stream_, ready_[j], 0): the host never waits.
-  // HINT: the all-reduce is Task 9.2's allreduce_weighted on gradients_ + b.begin, b.size() values, on comm_stream_ (timed: timing_.time(rows_[j], comm_stream_, [&] { ... })).
   CUDA_CHECK(cudaEventRecord(ready_[j], compute));
   CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, ready_[j], 0));
-  timing_.time(rows_[j], comm_stream_,
-               [&] { allreduce_weighted(gradients_ + b.begin, b.size(), weighted_sum_, comm_, comm_stream_); });
   // END Task 9.4
+  timing_.time(rows_[j], comm_stream_, [&] {  // --profile's row of bucket j (given)
+    // BEGIN Task 9.4: all-reduce bucket b's gradients on the communication stream
+    // HINT: Task 9.2's allreduce_weighted on gradients_ + b.begin, b.size() values, on comm_stream_.
+    allreduce_weighted(gradients_ + b.begin, b.size(), weighted_sum_, comm_, comm_stream_);
+    // END Task 9.4
+  });
 }
 
 void BucketedAllReduce::join(cudaStream_t compute) {
