@@ -82,7 +82,8 @@ inline Comparison compare(const std::vector<float>& got, const std::vector<float
 /// Give the axes names where the caller knows them: {{"m", M}, {"n", N}}.
 inline ::testing::AssertionResult close_enough(const std::string& what, const std::vector<float>& got,
                                                const std::vector<float>& ref, const TensorShape& shape, double atol,
-                                               double rtol, double max_rel_norm) {
+                                               double rtol, double max_rel_norm,
+                                               const std::vector<testkit::KnownSlip>& slips = {}) {
   const Comparison c = compare(got, ref, atol, rtol);
   if (c.size_mismatch)
     return ::testing::AssertionFailure() << what << ": " << got.size() << " values, expected " << ref.size()
@@ -98,7 +99,7 @@ inline ::testing::AssertionResult close_enough(const std::string& what, const st
     notes.push_back(s.str());
   }
   return ::testing::AssertionFailure() << testkit::describe_mismatch(what, shape, got, ref,
-                                                                     testkit::Tolerance{atol, rtol}, {}, notes);
+                                                                     testkit::Tolerance{atol, rtol}, slips, notes);
 }
 
 /// The same with the axes unnamed: {s.M, s.N}.

@@ -187,8 +187,19 @@ inline bool contains(const std::string& s, const std::string& part) { return s.f
 /// {{"n", B}, {"c", F}, {"h", Hq}, {"w", Wq}}.
 inline ::testing::AssertionResult close(const std::string& what, const std::vector<float>& got,
                                         const std::vector<double>& ref, const TensorShape& shape, double atol,
-                                        double rtol = kSumRtol) {
-  return gputest::close_enough(what, got, to_float(ref), shape, atol, rtol, 1.0);
+                                        double rtol = kSumRtol, const std::vector<testkit::KnownSlip>& slips = {}) {
+  return gputest::close_enough(what, got, to_float(ref), shape, atol, rtol, 1.0, slips);
+}
+
+/// close(), and on a mismatch the same comparison again with the slips `slips_of()` computes (only
+/// then: a slip's values may cost a reference of their own), so that the message names the mistake.
+template <typename Slips>
+::testing::AssertionResult close_or_diagnosed(const std::string& what, const std::vector<float>& got,
+                                              const std::vector<double>& ref, const TensorShape& shape, double atol,
+                                              Slips&& slips_of) {
+  ::testing::AssertionResult ok = close(what, got, ref, shape, atol);
+  if (ok) return ok;
+  return close(what, got, ref, shape, atol, kSumRtol, slips_of());
 }
 
 }  // namespace course::s08test

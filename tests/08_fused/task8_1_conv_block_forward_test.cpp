@@ -18,6 +18,47 @@ using namespace course::s08test;
 
 namespace {
 
+/// What y would be after a mistake in one of the device function's holes, each named: references of
+/// the case with some channels' weights, the bias or the activation left out.
+std::vector<testkit::KnownSlip> forward_slips(const ConvBlockCase& c, const ConvBlockInputs& in,
+                                              const ConvForwardArgs& a) {
+  const ConvBlockShape s = c.shape();
+  const auto without_channels = [&](auto&& left_out) {  // y with the weights of the channels left out at 0
+    ConvBlockInputs changed = in;
+    for (int f = 0; f < s.F; ++f)
+      for (int ch = 0; ch < s.C; ++ch)
+        if (left_out(ch))
+          for (int t = 0; t < s.K * s.K; ++t) changed.w[(static_cast<std::size_t>(f) * s.C + ch) * s.K * s.K + t] = 0.f;
+    return ConvBlockReference(c, changed, /*backward=*/false).y;
+  };
+  std::vector<testkit::KnownSlip> slips;
+  slips.push_back({"nothing summed, y = act(b) everywhere (Task 8.1's first two holes: the staging, or the "
+                   "window's multiply-adds, left empty)",
+                   without_channels([](int) { return true; })});
+  if (a.splits > 1)
+    slips.push_back({"only part 0's channels summed, the other " + std::to_string(a.splits - 1) +
+                         " parts' sums never added (Task 8.1's third hole: the parts' sums)",
+                     without_channels([&](int ch) { return ch % a.chans % a.splits != 0; })});
+  if (a.chans < s.C) {
+    const int last_pass = (s.C - 1) / a.chans * a.chans;
+    slips.push_back({"only the last pass's channels (from " + std::to_string(last_pass) + ", " +
+                         std::to_string(a.chans) + " a pass) summed: the sums started again at each pass "
+                         "(Task 8.1's second hole)",
+                     without_channels([&](int ch) { return ch < last_pass; })});
+  }
+  ConvBlockInputs no_bias = in;
+  std::fill(no_bias.b.begin(), no_bias.b.end(), 0.f);
+  slips.push_back({"the bias left out (Task 8.1's last hole: the epilogue)",
+                   ConvBlockReference(c, no_bias, /*backward=*/false).y});
+  if (c.act != FusedAct::None) {
+    ConvBlockCase linear = c;
+    linear.act = FusedAct::None;
+    slips.push_back({"the activation left out (Task 8.1's last hole: the epilogue)",
+                     ConvBlockReference(linear, in, /*backward=*/false).y});
+  }
+  return slips;
+}
+
 void check_forward(const ConvBlockCase& c, int target_blocks) {
   const ConvBlockShape s = c.shape();
   const ConvBlockInputs in(c, 81);
@@ -36,7 +77,8 @@ void check_forward(const ConvBlockCase& c, int target_blocks) {
                               std::to_string(a.images) + " examples";
   const double atol = sum_atol(s.C * s.K * s.K + 1);
   const TensorShape y_shape{{"n", c.B}, {"c", s.F}, {"h", s.Hq}, {"w", s.Wq}};
-  EXPECT_TRUE(close("y (" + context + ")", got, ref.y, y_shape, atol));
+  EXPECT_TRUE(close_or_diagnosed("y (" + context + ")", got, ref.y, y_shape, atol,
+                                 [&] { return forward_slips(c, in, a); }));
   if (s.Q == 1) return;
   // The arg-max must be the reference's wherever the window's two largest values are
   // further apart than the two sides' rounding; within it, either cell is right.

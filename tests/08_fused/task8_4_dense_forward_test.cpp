@@ -43,6 +43,34 @@ std::vector<double> reference(const DenseCase& c, const std::vector<float>& x, c
   return y;
 }
 
+/// What y would be after a mistake in one of the device function's holes, each named.
+std::vector<testkit::KnownSlip> dense_forward_slips(const DenseCase& c, const DenseForwardArgs& a,
+                                                    const std::vector<float>& x, const std::vector<float>& w,
+                                                    const std::vector<float>& b) {
+  std::vector<testkit::KnownSlip> slips;
+  slips.push_back({"nothing summed, y = act(b) everywhere (Task 8.4's first hole: the staged sums)",
+                   reference(c, x, std::vector<float>(w.size(), 0.f), b)});
+  if (a.k_slices > 1) {
+    // Slice 0's columns of W alone: the last block's own sums, or slice 0's, with no others added.
+    std::vector<float> first_slice = w;
+    for (int o = 0; o < c.OUT; ++o)
+      for (int i = a.k_len; i < c.IN; ++i) first_slice[static_cast<std::size_t>(o) * c.IN + i] = 0.f;
+    slips.push_back({"slice 0's sum alone (of " + std::to_string(a.k_slices) + " slices of " +
+                         std::to_string(a.k_len) + "): the other slices never added (Task 8.4's last hole: the last "
+                         "block's fix-up)",
+                     reference(c, x, first_slice, b)});
+  }
+  slips.push_back({"the bias left out (Task 8.4's second or last hole: the epilogue)",
+                   reference(c, x, w, std::vector<float>(b.size(), 0.f))});
+  if (c.act != FusedAct::None) {
+    DenseCase linear = c;
+    linear.act = FusedAct::None;
+    slips.push_back({"the activation left out (Task 8.4's second or last hole: the epilogue)",
+                     reference(linear, x, w, b)});
+  }
+  return slips;
+}
+
 // Runs the layer with at most max_slices slices of the sum, `repeat` times on the
 // same buffers (the tickets must be back at 0 after each launch).
 void check_dense_forward(const DenseCase& c, int max_slices, int repeat = 1) {
@@ -62,7 +90,8 @@ void check_dense_forward(const DenseCase& c, int max_slices, int repeat = 1) {
     dense_forward_gpu(a);
     const std::string context = c.describe() + ", the sum in " + std::to_string(a.k_slices) + " slices of " +
                                 std::to_string(a.k_len) + ", launch " + std::to_string(r + 1);
-    EXPECT_TRUE(close("y (" + context + ")", to_host(y), want, {{"n", c.B}, {"o", c.OUT}}, sum_atol(c.IN + 1)));
+    EXPECT_TRUE(close_or_diagnosed("y (" + context + ")", to_host(y), want, {{"n", c.B}, {"o", c.OUT}},
+                                   sum_atol(c.IN + 1), [&] { return dense_forward_slips(c, a, hx, hw, hb); }));
     EXPECT_TRUE(testkit::tensor_matches(
         context + ": the tiles' ticket counters after the launch (each put back to 0)", {{"tile", tiles}},
         to_host(counters), std::vector<unsigned int>(tiles, 0u), testkit::Tolerance{0, 0},

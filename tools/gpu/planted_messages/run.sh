@@ -30,6 +30,9 @@ TABLE="
 06_dense_dW_column_major|s06_tests_solution|Task6_9_Dense.SmallOddSizes|laid out with o and i swapped
 07_bf16_ties_away|s07_tests_solution|Task7_5_Rounding.Bf16RoundsToNearestTiesToEven|a tie rounded away from zero where it goes to even
 08_dense_ticket_not_reset|s08_tests_solution|Task8_4_DenseForward.MatchesStage01WithTheSumSplit|counters left at the number of slices
+08_conv_parts_not_added|s08_tests_solution|Task8_1_ConvBlockForward.MatchesStage02OverTheShapeGrid|only part 0's channels summed
+08_conv_bias_left_out|s08_tests_solution|Task8_1_ConvBlockForward.MatchesStage02OverTheShapeGrid|the bias left out (Task 8.1's last hole
+08_dense_slices_not_added|s08_tests_solution|Task8_4_DenseForward.MatchesStage01WithTheSumSplit|slice 0's sum alone
 09_slices_in_reverse_rank_order|s09_tests_solution|Task9_1_ShardPlan.SlicesOfAStepAreTheOneGpuBatchInRankOrder|rank 0 [2, 4), rank 1 [0, 2)
 04_relu_backward_mask_inverted|s04_tests_solution|Task4_7_ActivationsGpu.BackwardMatchesStage01|the mask is inverted: actual is 0 exactly where expected is not
 04_softmax_gradient_not_divided_by_batch|s04_tests_solution|Task4_8_LossGpu.SoftmaxCrossEntropyMatchesStage01|actual = 37 x expected at every entry: a constant factor
