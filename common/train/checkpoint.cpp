@@ -319,12 +319,7 @@ Dataset remaining_examples(const Dataset& train, std::uint64_t seed, int epoch, 
   const std::vector<int> order = epoch_order(n, seed, epoch);  // the whole epoch's visiting order
   const std::vector<int> slot = epoch_order(m, seed, epoch);   // where the engine will look for the i-th
   const long per = train.shape.size();
-  Dataset rest;
-  rest.name = train.name;
-  rest.source = train.source;
-  rest.shape = train.shape;
-  rest.classes = train.classes;
-  rest.class_names = train.class_names;
+  Dataset rest = train.empty_like();
   rest.images.resize(static_cast<std::size_t>(m) * static_cast<std::size_t>(per));
   rest.labels.resize(static_cast<std::size_t>(m));
   for (int i = 0; i < m; ++i) {
