@@ -80,6 +80,14 @@ endif()
 set(COURSE_HAVE_ZLIB ${ZLIB_FOUND})
 course_feature("zlib" COURSE_HAVE_ZLIB "gzip-compressed IDX files cannot be read (gunzip them first)")
 
+# course_use_zlib(TARGET): where zlib was found, TARGET links it and its code sees COURSE_HAVE_ZLIB=1.
+function(course_use_zlib target)
+  if(COURSE_HAVE_ZLIB)
+    target_link_libraries(${target} PRIVATE ZLIB::ZLIB)
+    target_compile_definitions(${target} PRIVATE COURSE_HAVE_ZLIB=1)
+  endif()
+endfunction()
+
 # ---- stb_image (PNG and JPEG for --dataset folder): header-only ------------
 # Debian's libstb-dev puts it in /usr/include/stb; a machine without the
 # package builds it from .carry/include/stb/stb_image.h. stb_image_write.h
@@ -94,6 +102,16 @@ if(STB_INCLUDE_DIR)
 endif()
 course_feature("stb_image" COURSE_HAVE_STB
                "--dataset folder (PNG and JPEG pictures) is not available: apt-get install libstb-dev")
+
+# course_use_stb(TARGET FEATURE): where FEATURE is on (COURSE_HAVE_STB: stb_image.h, COURSE_HAVE_STB_WRITE:
+# stb_image_write.h too), TARGET sees stb's headers, as a system include (their code is not ours to warn
+# about), and its code sees FEATURE=1.
+function(course_use_stb target feature)
+  if(${feature})
+    target_include_directories(${target} SYSTEM PRIVATE ${STB_INCLUDE_DIR})
+    target_compile_definitions(${target} PRIVATE ${feature}=1)
+  endif()
+endfunction()
 
 # ---- OpenMP ----------------------------------------------------------------
 find_package(OpenMP QUIET COMPONENTS CXX)

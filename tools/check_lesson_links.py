@@ -160,6 +160,22 @@ def is_url(target):
     return bool(re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", target)) or target.startswith("//")
 
 
+def counted_references(name, refs, skip, counts):
+    """The references of page `name` to check, each as (where, kind, target), `where` the start of its
+    message ("page:line: kind (target)"); those `skip` (a URL, say) says to pass over are left out.
+    Once all are read, counts[name] = (links, images): how many of each it checked."""
+    links = images = 0
+    for line, kind, target in refs:
+        if skip(target):
+            continue
+        if kind == "image":
+            images += 1
+        else:
+            links += 1
+        yield f"{name}:{line}: {kind} ({target})", kind, target
+    counts[name] = (links, images)
+
+
 def check_markdown(pages, root):
     """(problems, {page: (links, images)}) of the Markdown form of `pages`, inside repository `root`."""
     problems, counts = [], {}
@@ -178,15 +194,8 @@ def check_markdown(pages, root):
         page = page.resolve()
         name = page.relative_to(root).as_posix()
         in_site = (root / "docs") in page.parents   # Doxygen builds it into the site too
-        links = images = 0
-        for line, kind, target in references(page.read_text(encoding="utf-8")):
-            if is_url(target):
-                continue
-            where = f"{name}:{line}: {kind} ({target})"
-            if kind == "image":
-                images += 1
-            else:
-                links += 1
+        for where, kind, target in counted_references(name, references(page.read_text(encoding="utf-8")), is_url,
+                                                      counts):
             path, _, fragment = target.partition("#")
             path, fragment = unquote(path), unquote(fragment)
             if not path and not fragment:
@@ -225,7 +234,6 @@ def check_markdown(pages, root):
                         f'make an anchor: put <a id="{fragment}"></a> on the line above the heading, and '
                         f"link the page that holds it") if labelled else ""
                 problems.append(f"{where}: {dest.relative_to(root).as_posix()} has no anchor #{fragment}{hint}")
-        counts[name] = (links, images)
     return problems, counts
 
 
@@ -300,15 +308,8 @@ def check_site(pages, html_dir):
     for path in pages:
         path = path.resolve()
         name = path.relative_to(html_dir).as_posix()
-        links = images = 0
-        for line, kind, target in page_of(path).refs:
-            if is_url(target) or target in ("", "#"):
-                continue
-            where = f"{name}:{line}: {kind} ({target})"
-            if kind == "image":
-                images += 1
-            else:
-                links += 1
+        refs = page_of(path).refs
+        for where, kind, target in counted_references(name, refs, lambda t: is_url(t) or t in ("", "#"), counts):
             parts = urlsplit(target)
             rel, fragment = unquote(parts.path), unquote(parts.fragment)
             if rel.startswith("/"):
@@ -323,7 +324,6 @@ def check_site(pages, html_dir):
                 continue
             if fragment and dest.suffix == ".html" and fragment not in page_of(dest).ids:
                 problems.append(f"{where}: {dest.relative_to(html_dir).as_posix()} has no element with id #{fragment}")
-        counts[name] = (links, images)
     return problems, counts
 
 

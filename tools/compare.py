@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 from compare_lib import machine, peer_parity, peers, sweeps, table  # noqa: E402
 from compare_lib.runs import as_variant, left_out_row, run_from_dict, run_stage  # noqa: E402
 from course_lib import gpu as course_gpu  # noqa: E402
+from course_lib.common import exit_with  # noqa: E402
 from compare_lib.stages import CONV_MODELS, all_stages, select_models, select_stages, select_variants  # noqa: E402
 
 CPU_CONV_IMAGES = 6000   # a CNN on one CPU thread does ~1,400 img/s on a small machine: 4 s instead of 45
@@ -423,8 +424,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        print("\ninterrupted: no table was written", file=sys.stderr)
-        sys.exit(130)
+    exit_with(main, "interrupted: no table was written")

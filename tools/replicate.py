@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 from compare_lib import machine  # noqa: E402
 from compare_lib.sweeps import thread_counts  # noqa: E402
 from course_lib import gpu as course_gpu  # noqa: E402
+from course_lib.common import exit_with  # noqa: E402
 from replicate_lib import charts, doc, experiments, pooling, studies, tables  # noqa: E402
 
 EXPERIMENTS = doc.EXPERIMENTS
@@ -268,8 +269,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        sys.exit(130)
+    exit_with(main)

@@ -202,19 +202,25 @@ std::string moved(const char* c, int step) {
   return std::string(c) + (step > 0 ? " + " : " - ") + std::to_string(std::abs(step));
 }
 
-std::string off_by_one(const Evidence& ev) {
+/// A shift by `size` cells (1 or 2) along one axis of at least `min_cells` cells, the innermost axis first
+/// (the likeliest), shown by 1/`share` of the entries (shifted_by); `cause` is what usually does it. "" if none.
+std::string shifted_along_one_axis(const Evidence& ev, int size, int min_cells, std::size_t share,
+                                   const std::string& cause) {
   const TensorShape& s = ev.shape;
-  for (std::size_t d = s.rank(); d-- > 0;) {  // the innermost axis first: the likeliest
-    if (s.sizes[d] < 3) continue;
-    for (int step : {+1, -1})
-      if (shifted_by(ev, {{d, step}}, 2)) {
+  for (std::size_t d = s.rank(); d-- > 0;) {
+    if (s.sizes[d] < min_cells) continue;
+    for (int step : {+size, -size})
+      if (shifted_by(ev, {{d, step}}, share)) {
         const std::string a = s.axis_name(d);
-        return "the values are right but shifted by one along " + a + ": the value that belongs at " + a +
-               " = c sits at " + a + " = " + moved("c", step) + " (an index off by one)";
+        return "the values are right but shifted by " + std::string(size == 1 ? "one" : "two") + " along " + a +
+               ": the value that belongs at " + a + " = c sits at " + a + " = " + moved("c", step) + " (" + cause +
+               ")";
       }
   }
   return "";
 }
+
+std::string off_by_one(const Evidence& ev) { return shifted_along_one_axis(ev, 1, 3, 2, "an index off by one"); }
 
 /// A shift by one or two cells along both innermost axes at once (an image's rows and columns: an input
 /// index off by one in h and w, ih = oh*S - P + kh + 1), or by two along one axis (the padding of a 5x5
@@ -237,16 +243,7 @@ std::string shifted_in_the_plane(const Evidence& ev) {
                  ")";
         }
   }
-  for (std::size_t d = s.rank(); d-- > 0;) {
-    if (s.sizes[d] < 4) continue;
-    for (int step : {+2, -2})
-      if (shifted_by(ev, {{d, step}}, 4)) {
-        const std::string a = s.axis_name(d);
-        return "the values are right but shifted by two along " + a + ": the value that belongs at " + a +
-               " = c sits at " + a + " = " + moved("c", step) + " (an offset of two: the padding?)";
-      }
-  }
-  return "";
+  return shifted_along_one_axis(ev, 2, 4, 4, "an offset of two: the padding?");
 }
 
 /// The complement of the right support: actual is 0 exactly where expected is not, and non-zero exactly where

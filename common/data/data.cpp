@@ -205,6 +205,10 @@ void Dataset::truncate(long n) {
   images.resize(static_cast<std::size_t>(n * shape.size()));
 }
 
+Dataset Dataset::empty_like() const {
+  return Dataset{name, source, shape, classes, class_names, /*images=*/{}, /*labels=*/{}};
+}
+
 std::vector<std::string> numbered_names(int classes, const std::string& prefix) {
   std::vector<std::string> names;
   for (int k = 0; k < classes; ++k) names.push_back(prefix + std::to_string(k));

@@ -37,6 +37,9 @@ struct Dataset {
   const float* image(int i) const { return images.data() + static_cast<long>(i) * shape.size(); }
   /// Keeps only the first n examples (n <= 0 keeps all).
   void truncate(long n);
+  /// The same kind of data with no examples yet (name, source, shape, classes; no images or
+  /// labels): the start of a set carved out of this one, such as a validation split.
+  Dataset empty_like() const;
 };
 
 /// A training set, its test set, and the validation set held out of the

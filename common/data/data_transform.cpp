@@ -190,12 +190,7 @@ Dataset split_validation(Dataset& train, double fraction, std::uint64_t seed) {
     std::snprintf(buf, sizeof buf, "%g", fraction);
     throw std::invalid_argument(std::string("--val-fraction: must be in [0, 1), not ") + buf);
   }
-  Dataset val;
-  val.name = train.name;
-  val.source = train.source;
-  val.shape = train.shape;
-  val.classes = train.classes;
-  val.class_names = train.class_names;
+  Dataset val = train.empty_like();
   const int n = train.size();
   if (fraction == 0 || n == 0) return val;
   long held = std::lround(fraction * n);

@@ -4,9 +4,10 @@
 #include <cstdio>
 #include <cstring>
 #include <algorithm>
-#include <fstream>
-#include <iterator>
 #include <sstream>
+
+#include "common/core/byte_reader.hpp"
+#include "common/core/little_endian.hpp"
 
 #if defined(__unix__) || defined(__APPLE__)
 #include <unistd.h>
@@ -20,16 +21,8 @@ namespace {
 constexpr std::size_t kMagicSize = 8;
 constexpr std::size_t kChecksumSize = 8;
 
-// ---- writing: every integer byte by byte, least significant first, so the
-// file is the same on any machine whatever its own byte order.
-
-void put_u32(std::string& out, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
-
-void put_u64(std::string& out, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
+// ---- writing: every integer byte by byte, least significant first
+// (put_u32 and put_u64, little_endian.hpp).
 
 void put_string(std::string& out, const std::string& s) {
   put_u32(out, static_cast<std::uint32_t>(s.size()));
@@ -43,73 +36,23 @@ void put_f32(std::string& out, float f) {
   put_u32(out, bits);
 }
 
-// ---- reading: a cursor over the file's bytes that never reads past the end.
-// Every read names the field, so a cut file says where it was cut.
-class Reader {
- public:
-  Reader(const std::string& bytes, std::size_t end, const std::string& path)
-      : bytes_(bytes), end_(end), path_(path) {}
+// ---- reading: a ByteReader (byte_reader.hpp) over the file's bytes, which never reads past the
+// end; every read names the field, so a cut file says where it was cut. A string is its uint32
+// length, then its characters; a float its IEEE 754 bits as a uint32.
+using Reader = ByteReader<ModelFileError>;
 
-  std::size_t position() const { return pos_; }
-  std::size_t remaining() const { return end_ - pos_; }
+std::string read_string(Reader& r, const std::string& field) {
+  const std::uint32_t n = r.number<std::uint32_t>("the length of " + field);
+  return r.take(n, field);
+}
 
-  void skip(std::size_t n, const std::string& field) {
-    need(n, field);
-    pos_ += n;
+void read_floats(Reader& r, float* out, std::size_t n, const std::string& field) {
+  r.need(n * 4, field);  // all of them there, or the message names the whole field
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t bits = r.number<std::uint32_t>(field);
+    std::memcpy(&out[i], &bits, 4);
   }
-
-  std::uint32_t u32(const std::string& field) {
-    need(4, field);
-    std::uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(byte(pos_ + i)) << (8 * i);
-    pos_ += 4;
-    return v;
-  }
-
-  std::uint64_t u64(const std::string& field) {
-    need(8, field);
-    std::uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(byte(pos_ + i)) << (8 * i);
-    pos_ += 8;
-    return v;
-  }
-
-  std::string string(const std::string& field) {
-    const std::uint32_t n = u32("the length of " + field);
-    need(n, field);
-    std::string s = bytes_.substr(pos_, n);
-    pos_ += n;
-    return s;
-  }
-
-  void floats(float* out, std::size_t n, const std::string& field) {
-    need(n * 4, field);
-    for (std::size_t i = 0; i < n; ++i) {
-      std::uint32_t bits = 0;
-      for (int b = 0; b < 4; ++b) bits |= static_cast<std::uint32_t>(byte(pos_ + b)) << (8 * b);
-      std::memcpy(&out[i], &bits, 4);
-      pos_ += 4;
-    }
-  }
-
-  [[noreturn]] void fail(const std::string& problem) const {
-    throw ModelFileError("model file '" + path_ + "' " + problem);
-  }
-
- private:
-  unsigned char byte(std::size_t i) const { return static_cast<unsigned char>(bytes_[i]); }
-
-  void need(std::size_t n, const std::string& field) const {
-    if (n > remaining())
-      fail("is truncated: it ends inside " + field + " (" + std::to_string(n) + " bytes needed at offset " +
-           std::to_string(pos_) + ", " + std::to_string(remaining()) + " left); save the model again");
-  }
-
-  const std::string& bytes_;
-  std::size_t end_;
-  const std::string& path_;
-  std::size_t pos_ = 0;
-};
+}
 
 std::string error_text(int err) { return std::strerror(err); }
 
@@ -214,26 +157,19 @@ void save_model(const std::string& path, const ModelFile& model, std::size_t fai
 }
 
 ModelFile load_model(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int err = errno;
-    throw ModelFileError("model file '" + path + "' cannot be opened: " + error_text(err) +
-                         (err == ENOENT ? " (save one first with --save FILE)" : ""));
-  }
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw ModelFileError("model file '" + path + "' cannot be read: " + error_text(errno));
-  return decode_model(bytes, path);
+  return decode_model(
+      read_whole_file<ModelFileError>(path, "model file '" + path + "'", " (save one first with --save FILE)"), path);
 }
 
 ModelFile decode_model(const std::string& bytes, const std::string& path) {
-  Reader r(bytes, bytes.size(), path);
+  Reader r(bytes, "model file '" + path + "'", "; save the model again");
   if (bytes.empty()) r.fail("is empty (0 bytes): not a model file; was an earlier save interrupted?");
   if (bytes.size() < kMagicSize || bytes.compare(0, kMagicSize, kModelMagic, kMagicSize) != 0)
     r.fail("is not a model file: it does not start with " + std::string(kModelMagic) +
            (bytes.size() < kMagicSize ? " (it is only " + std::to_string(bytes.size()) + " bytes long)" : ""));
   r.skip(kMagicSize, "the magic");
 
-  const std::uint32_t version = r.u32("the format version");
+  const std::uint32_t version = r.number<std::uint32_t>("the format version");
   if (version != kModelFormatVersion)
     r.fail("was written with format version " + std::to_string(version) + ", this build reads version " +
            std::to_string(kModelFormatVersion) +
@@ -241,21 +177,21 @@ ModelFile decode_model(const std::string& bytes, const std::string& path) {
                                           : " (retrain and save it again)"));
 
   ModelFile m;
-  m.arch = r.string("the architecture spec");
-  const std::uint32_t c = r.u32("the input channels"), h = r.u32("the input height"), w = r.u32("the input width");
+  m.arch = read_string(r, "the architecture spec");
+  const std::uint32_t c = r.number<std::uint32_t>("the input channels"), h = r.number<std::uint32_t>("the input height"), w = r.number<std::uint32_t>("the input width");
   // 2^20 per side is far beyond any data set here; a larger value is a damaged field.
   constexpr std::uint32_t kMaxSide = 1u << 20;
   if (c < 1 || h < 1 || w < 1 || c > kMaxSide || h > kMaxSide || w > kMaxSide)
     r.fail("is damaged: its input shape " + std::to_string(c) + "x" + std::to_string(h) + "x" + std::to_string(w) +
            " has a zero or absurdly large dimension");
   m.input = Shape3{static_cast<int>(c), static_cast<int>(h), static_cast<int>(w)};
-  const std::uint32_t classes = r.u32("the number of classes");
+  const std::uint32_t classes = r.number<std::uint32_t>("the number of classes");
   if (classes < 1 || classes > kMaxSide)
     r.fail("is damaged: it claims " + std::to_string(classes) + " classes");
   m.classes = static_cast<int>(classes);
-  m.stage = r.string("the stage name");
+  m.stage = read_string(r, "the stage name");
 
-  const std::uint32_t count = r.u32("the number of tensors");
+  const std::uint32_t count = r.number<std::uint32_t>("the number of tensors");
   // A tensor takes at least 12 bytes (name length, rank, one value): that
   // bounds what is reserved, whatever a damaged count says. The loop itself
   // needs no bound, since every tensor read consumes bytes of the file.
@@ -263,16 +199,16 @@ ModelFile decode_model(const std::string& bytes, const std::string& path) {
   for (std::uint32_t i = 0; i < count; ++i) {
     const std::string number = "tensor " + std::to_string(i + 1) + " of " + std::to_string(count);
     NamedTensor t;
-    t.name = r.string("the name of " + number);
+    t.name = read_string(r, "the name of " + number);
     const std::string label = number + " '" + t.name + "'";
-    const std::uint32_t rank = r.u32("the rank of " + label);
+    const std::uint32_t rank = r.number<std::uint32_t>("the rank of " + label);
     if (rank > kMaxTensorRank)
       r.fail("is damaged: " + label + " has rank " + std::to_string(rank) + " (at most " +
              std::to_string(kMaxTensorRank) + ")");
     std::vector<int> shape;
     std::size_t elements = 1;  // saturates instead of overflowing: it is only compared below
     for (std::uint32_t d = 0; d < rank; ++d) {
-      const std::uint32_t v = r.u32("dimension " + std::to_string(d + 1) + " of " + label);
+      const std::uint32_t v = r.number<std::uint32_t>("dimension " + std::to_string(d + 1) + " of " + label);
       if (v < 1 || v > static_cast<std::uint32_t>(std::numeric_limits<int>::max()))
         r.fail("is damaged: dimension " + std::to_string(d + 1) + " of " + label + " is " + std::to_string(v));
       shape.push_back(static_cast<int>(v));
@@ -287,12 +223,12 @@ ModelFile decode_model(const std::string& bytes, const std::string& path) {
              " bytes but only " + std::to_string(r.remaining()) + " are left");
     }
     t.tensor = Tensor(shape);
-    r.floats(t.tensor.ptr(), elements, "the data of " + label);
+    read_floats(r, t.tensor.ptr(), elements, "the data of " + label);
     m.tensors.push_back(std::move(t));
   }
 
   const std::size_t checked = r.position();
-  const std::uint64_t stored = r.u64("the checksum");
+  const std::uint64_t stored = r.number<std::uint64_t>("the checksum");
   if (r.remaining() != 0)
     r.fail("is damaged: " + std::to_string(r.remaining()) + " unexpected bytes follow the checksum");
   const std::uint64_t computed = fnv1a64(bytes.data(), checked);

@@ -2,16 +2,15 @@
 /// @brief Writing and reading checkpoints, and the examples an interrupted epoch has left.
 #include "common/train/checkpoint.hpp"
 
-#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <limits>
 #include <map>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
+#include "common/core/byte_reader.hpp"
+#include "common/core/little_endian.hpp"
 #include "common/core/rng.hpp"
 
 namespace course {
@@ -22,62 +21,25 @@ using nlohmann::json;
 
 constexpr std::size_t kMagicSize = 8;
 
-void put_u32(std::string& out, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
-
-void put_u64(std::string& out, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
+// Every integer little-endian, as in model files: put_u32, put_u64 and get_little_endian (little_endian.hpp).
 
 void put_block(std::string& out, const std::string& block) {
   put_u64(out, block.size());
   out += block;
 }
 
-// A cursor over the bytes that never reads past the end; every read names its field.
-class Reader {
- public:
-  Reader(const std::string& bytes, const std::string& path) : bytes_(bytes), path_(path) {}
+// A ByteReader (byte_reader.hpp): never reads past the end; every read names its field.
+using Reader = ByteReader<CheckpointError>;
 
-  std::size_t position() const { return pos_; }
-  std::size_t remaining() const { return bytes_.size() - pos_; }
-
-  std::uint64_t number(int size, const std::string& field) {
-    need(static_cast<std::size_t>(size), field);
-    std::uint64_t v = 0;
-    for (int i = 0; i < size; ++i)
-      v |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes_[pos_ + static_cast<std::size_t>(i)]))
-           << (8 * i);
-    pos_ += static_cast<std::size_t>(size);
-    return v;
-  }
-
-  std::string block(const std::string& field) {
-    const std::uint64_t n = number(8, "the length of " + field);
-    if (n > remaining())
-      fail("is truncated or damaged: " + field + " claims " + std::to_string(n) + " bytes but only " +
-           std::to_string(remaining()) + " are left");
-    std::string s = bytes_.substr(pos_, static_cast<std::size_t>(n));
-    pos_ += static_cast<std::size_t>(n);
-    return s;
-  }
-
-  [[noreturn]] void fail(const std::string& problem) const {
-    throw CheckpointError("checkpoint '" + path_ + "' " + problem);
-  }
-
- private:
-  void need(std::size_t n, const std::string& field) const {
-    if (n > remaining())
-      fail("is truncated: it ends inside " + field + " (" + std::to_string(n) + " bytes needed at offset " +
-           std::to_string(pos_) + ", " + std::to_string(remaining()) + " left)");
-  }
-
-  const std::string& bytes_;
-  const std::string& path_;
-  std::size_t pos_ = 0;
-};
+// A block is its uint64 length, then its bytes. The length is checked against what is left
+// before anything is taken, so a damaged length is named as such.
+std::string read_block(Reader& r, const std::string& field) {
+  const std::uint64_t n = r.number<std::uint64_t>("the length of " + field);
+  if (n > r.remaining())
+    r.fail("is truncated or damaged: " + field + " claims " + std::to_string(n) + " bytes but only " +
+           std::to_string(r.remaining()) + " are left");
+  return r.take(static_cast<std::size_t>(n), field);
+}
 
 // A whole number field of the state, checked to lie in [lo, hi] before any
 // conversion: a damaged file must give a message, never an out-of-range cast.
@@ -125,14 +87,14 @@ std::string record_name_problem(const std::string& name) {
 
 // The engine records of a version 2 file; they follow the optimizer state.
 std::map<std::string, std::string> engine_records(Reader& r) {
-  const std::uint64_t count = r.number(4, "the number of engine records");
+  const std::uint64_t count = r.number<std::uint32_t>("the number of engine records");
   if (count > kMaxEngineRecords)
     r.fail("is damaged: it claims " + std::to_string(count) + " engine records, more than the " +
            std::to_string(kMaxEngineRecords) + " a checkpoint may hold");
   std::map<std::string, std::string> records;
   for (std::uint64_t i = 1; i <= count; ++i) {
     const std::string which = "engine record " + std::to_string(i);
-    std::string name = r.block("the name of " + which);
+    std::string name = read_block(r, "the name of " + which);
     const std::string problem = record_name_problem(name);
     if (!problem.empty()) r.fail("is damaged: the name of " + which + " " + problem);
     // In increasing order without repeats, as encode_checkpoint writes them: a
@@ -140,7 +102,7 @@ std::map<std::string, std::string> engine_records(Reader& r) {
     if (!records.empty() && !(records.rbegin()->first < name))
       r.fail("is damaged: " + which + " '" + name + "' follows '" + records.rbegin()->first +
              "' (the names must increase, without repeats)");
-    std::string value = r.block("the value of " + which + " ('" + name + "')");
+    std::string value = read_block(r, "the value of " + which + " ('" + name + "')");
     records.emplace(std::move(name), std::move(value));
   }
   return records;
@@ -206,26 +168,26 @@ std::string encode_checkpoint(const Checkpoint& c) {
 }
 
 Checkpoint decode_checkpoint(const std::string& bytes, const std::string& path) {
-  Reader r(bytes, path);
+  Reader r(bytes, "checkpoint '" + path + "'");
   if (bytes.empty()) r.fail("is empty (0 bytes): not a checkpoint");
   if (bytes.size() < kMagicSize || bytes.compare(0, kMagicSize, kCheckpointMagic, kMagicSize) != 0)
     r.fail("is not a checkpoint: it does not start with " + std::string(kCheckpointMagic) +
            (bytes.size() >= kMagicSize && bytes.compare(0, kMagicSize, kModelMagic, kMagicSize) == 0
                 ? " (it is a model file: pass it to --load, not --resume)"
                 : ""));
-  r.number(8, "the magic");
-  const auto version = static_cast<std::uint32_t>(r.number(4, "the format version"));
+  r.number<std::uint64_t>("the magic");
+  const auto version = static_cast<std::uint32_t>(r.number<std::uint32_t>("the format version"));
   if (version != 1 && version != kCheckpointFormatVersion)
     r.fail("was written with checkpoint format version " + std::to_string(version) +
            ", this build reads versions 1 and " + std::to_string(kCheckpointFormatVersion));
 
-  const std::string state_text = r.block("the state");
-  const std::string params_bytes = r.block("the parameters");
-  const std::string optimizer_bytes = r.block("the optimizer state");
+  const std::string state_text = read_block(r, "the state");
+  const std::string params_bytes = read_block(r, "the parameters");
+  const std::string optimizer_bytes = read_block(r, "the optimizer state");
   // Version 1 has no engine records: its engine measures again what it chose.
   std::map<std::string, std::string> records = version >= 2 ? engine_records(r) : std::map<std::string, std::string>{};
   const std::size_t checked = r.position();
-  const std::uint64_t stored = r.number(8, "the checksum");
+  const std::uint64_t stored = r.number<std::uint64_t>("the checksum");
   if (r.remaining() != 0) r.fail("is damaged: " + std::to_string(r.remaining()) + " unexpected bytes follow the checksum");
 
   Checkpoint c;
@@ -294,14 +256,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& checkpoint, std:
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int err = errno;
-    throw CheckpointError("checkpoint '" + path + "' cannot be opened: " + std::strerror(err));
-  }
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw CheckpointError("checkpoint '" + path + "' cannot be read: " + std::strerror(errno));
-  return decode_checkpoint(bytes, path);
+  return decode_checkpoint(read_whole_file<CheckpointError>(path, "checkpoint '" + path + "'"), path);
 }
 
 std::uint64_t labels_fingerprint(const Dataset& data) {
@@ -319,12 +274,7 @@ Dataset remaining_examples(const Dataset& train, std::uint64_t seed, int epoch, 
   const std::vector<int> order = epoch_order(n, seed, epoch);  // the whole epoch's visiting order
   const std::vector<int> slot = epoch_order(m, seed, epoch);   // where the engine will look for the i-th
   const long per = train.shape.size();
-  Dataset rest;
-  rest.name = train.name;
-  rest.source = train.source;
-  rest.shape = train.shape;
-  rest.classes = train.classes;
-  rest.class_names = train.class_names;
+  Dataset rest = train.empty_like();
   rest.images.resize(static_cast<std::size_t>(m) * static_cast<std::size_t>(per));
   rest.labels.resize(static_cast<std::size_t>(m));
   for (int i = 0; i < m; ++i) {

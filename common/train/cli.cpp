@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <ostream>
 #include <stdexcept>
 #include <utility>
@@ -56,59 +57,35 @@ std::string number_text(double v) {
 
 // Validators with messages a learner can act on. CLI11 prefixes the flag's
 // name, so "--epochs: must be at least 1, not 0".
+
+// A number (a whole one when `whole`) that `accepts` lets through; any other is
+// told it "must be <range>".
+CLI::Validator number_validator(std::function<bool(double)> accepts, const std::string& range, bool whole = false) {
+  return CLI::Validator(
+      [accepts, range, whole](std::string& text) -> std::string {
+        double v = 0;
+        if (!read_number(text, v) || (whole && v != std::floor(v)))
+          return "'" + text + "' is not a " + (whole ? "whole number" : "number");
+        return accepts(v) ? "" : "must be " + range + ", not " + text;
+      },
+      "");
+}
+
 CLI::Validator at_least(double min) {
-  return CLI::Validator(
-      [min](std::string& text) -> std::string {
-        double v = 0;
-        if (!read_number(text, v)) return "'" + text + "' is not a number";
-        if (v < min) return "must be at least " + number_text(min) + ", not " + text;
-        return "";
-      },
-      "");
+  return number_validator([min](double v) { return v >= min; }, "at least " + number_text(min));
 }
 
-CLI::Validator above_zero() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        double v = 0;
-        if (!read_number(text, v)) return "'" + text + "' is not a number";
-        if (v <= 0) return "must be above 0, not " + text;
-        return "";
-      },
-      "");
-}
+CLI::Validator above_zero() { return number_validator([](double v) { return v > 0; }, "above 0"); }
 
-CLI::Validator open_unit_interval() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        double v = 0;
-        if (!read_number(text, v)) return "'" + text + "' is not a number";
-        if (v <= 0 || v >= 1) return "must be in (0, 1), not " + text;
-        return "";
-      },
-      "");
-}
+CLI::Validator open_unit_interval() { return number_validator([](double v) { return v > 0 && v < 1; }, "in (0, 1)"); }
 
 CLI::Validator zero_to_below_one() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        double v = 0;
-        if (!read_number(text, v)) return "'" + text + "' is not a number";
-        if (v < 0 || v >= 1) return "must be in [0, 1), not " + text;
-        return "";
-      },
-      "");
+  return number_validator([](double v) { return v >= 0 && v < 1; }, "in [0, 1)");
 }
 
 CLI::Validator between(int lo, int hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& text) -> std::string {
-        double v = 0;
-        if (!read_number(text, v) || v != std::floor(v)) return "'" + text + "' is not a whole number";
-        if (v < lo || v > hi) return "must be from " + std::to_string(lo) + " to " + std::to_string(hi) + ", not " + text;
-        return "";
-      },
-      "");
+  return number_validator([lo, hi](double v) { return v >= lo && v <= hi; },
+                          "from " + std::to_string(lo) + " to " + std::to_string(hi), /*whole=*/true);
 }
 
 CLI::Validator image_size() {

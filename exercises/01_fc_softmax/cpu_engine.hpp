@@ -35,17 +35,7 @@ class CpuEngine : public Engine {
     return out;
   }
   void set_parameters(const std::vector<NamedTensor>& params) override {
-    auto mine = net_.params();
-    if (params.size() != mine.size())
-      throw std::invalid_argument("expected " + std::to_string(mine.size()) + " parameter tensors, got " +
-                                  std::to_string(params.size()));
-    for (std::size_t i = 0; i < mine.size(); ++i) {
-      if (params[i].name != mine[i]->name || params[i].tensor.shape != mine[i]->value.shape)
-        throw std::invalid_argument("parameter " + std::to_string(i) + " is " + params[i].name + " " +
-                                    params[i].tensor.shape_str() + ", expected " + mine[i]->name + " " +
-                                    mine[i]->value.shape_str());
-      mine[i]->value.data = params[i].tensor.data;
-    }
+    copy_into_params(params, &Param<float>::value, "", "parameter tensors", "parameter");
   }
   std::vector<LayerTime> layer_times() const override { return net_.times(); }
   void reset_layer_times() override { net_.reset_times(); }
@@ -61,21 +51,31 @@ class CpuEngine : public Engine {
     return out;
   }
   void set_optimizer_state(const std::vector<NamedTensor>& state) override {
-    auto mine = net_.params();
-    if (state.size() != mine.size())
-      throw std::invalid_argument("expected " + std::to_string(mine.size()) + " velocity tensors, got " +
-                                  std::to_string(state.size()));
-    for (std::size_t i = 0; i < mine.size(); ++i) {
-      if (state[i].name != mine[i]->name + ".velocity" || state[i].tensor.shape != mine[i]->velocity.shape)
-        throw std::invalid_argument("optimizer tensor " + std::to_string(i) + " is " + state[i].name + " " +
-                                    state[i].tensor.shape_str() + ", expected " + mine[i]->name + ".velocity " +
-                                    mine[i]->velocity.shape_str());
-      mine[i]->velocity.data = state[i].tensor.data;
-    }
+    copy_into_params(state, &Param<float>::velocity, ".velocity", "velocity tensors", "optimizer tensor");
   }
   Network<float>& network() { return net_; }
 
  protected:
+  /// Copies `given` into one tensor of every parameter (`which`: its value, or its velocity) after
+  /// checking that it is this network's list: one tensor per parameter, in model order, each named
+  /// after its parameter (plus `suffix`) and of its shape. The messages call the list `tensors`
+  /// ("expected 4 velocity tensors, got 3") and one of them `tensor` ("optimizer tensor 2 is ...").
+  void copy_into_params(const std::vector<NamedTensor>& given, TensorT<float> Param<float>::*which,
+                        const std::string& suffix, const std::string& tensors, const std::string& tensor) {
+    auto mine = net_.params();
+    if (given.size() != mine.size())
+      throw std::invalid_argument("expected " + std::to_string(mine.size()) + " " + tensors + ", got " +
+                                  std::to_string(given.size()));
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+      TensorT<float>& own = mine[i]->*which;
+      if (given[i].name != mine[i]->name + suffix || given[i].tensor.shape != own.shape)
+        throw std::invalid_argument(tensor + " " + std::to_string(i) + " is " + given[i].name + " " +
+                                    given[i].tensor.shape_str() + ", expected " + mine[i]->name + suffix + " " +
+                                    own.shape_str());
+      own.data = given[i].tensor.data;
+    }
+  }
+
   /// cfg, once its output activation is known to go with its loss (course::check_output_activation).
   static const EngineConfig& checked(const EngineConfig& cfg) {
     check_output_activation(cfg.arch, cfg.loss);

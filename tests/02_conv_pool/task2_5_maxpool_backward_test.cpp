@@ -5,6 +5,7 @@
 
 #include "02_conv_pool/pool.hpp"
 #include "maxpool_checks.hpp"
+#include "pool_case_tests.hpp"
 
 using namespace course;
 
@@ -15,13 +16,8 @@ void lesson(const double* dy, const int* argmax, double* dx, int B, const PoolGe
 void check_pool_gradient(int B, const PoolGeometry& g) { s02test::check_maxpool_gradient(lesson, B, g); }
 }  // namespace
 
-//                                                                    C  H  W  K  S  P
-TEST(Task2_5_MaxPoolBackward, Window2Stride2) { check_pool_gradient(2, PoolGeometry{3, 6, 8, 2, 2, 0}); }
-TEST(Task2_5_MaxPoolBackward, Window2Stride2OddSize) { check_pool_gradient(2, PoolGeometry{2, 7, 5, 2, 2, 0}); }
-TEST(Task2_5_MaxPoolBackward, Window3Stride2Overlapping) { check_pool_gradient(2, PoolGeometry{2, 9, 7, 3, 2, 0}); }
-TEST(Task2_5_MaxPoolBackward, Window3Stride2Padded) { check_pool_gradient(3, PoolGeometry{2, 7, 8, 3, 2, 1}); }
-TEST(Task2_5_MaxPoolBackward, Window2Stride2Padded) { check_pool_gradient(2, PoolGeometry{2, 5, 6, 2, 2, 1}); }
-TEST(Task2_5_MaxPoolBackward, Window3Stride1Padded) { check_pool_gradient(1, PoolGeometry{2, 6, 5, 3, 1, 1}); }
+// One test per pool shape of pool_case_tests.hpp, named after it.
+COURSE_POOL_CASE_TESTS(Task2_5_MaxPoolBackward, check_pool_gradient)
 
 // Overlapping windows add up: a cell that wins several windows gets the sum of their gradients.
 TEST(Task2_5_MaxPoolBackward, OverlappingWindowsAreSummed) { s02test::check_maxpool_overlapping_windows_sum(lesson); }

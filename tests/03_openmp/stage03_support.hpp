@@ -151,3 +151,16 @@ void expect_step_matches_one_thread(const std::string& spec, const LayerFactory<
 }
 
 }  // namespace course::s03test
+
+/// The two tests of a parallel engine's whole step (Task 3.2's DataParallelEngine, Task 3.3's
+/// LoopParallelEngine): on `mlp` against stage 01's one-thread step, on `cnn` against stage 02's
+/// (expect_step_matches_one_thread above).
+#define COURSE_PARALLEL_STEP_TESTS(Suite, Parallel)                                                       \
+  TEST(Suite, MlpMatchesStage01) {                                                                        \
+    ::course::s03test::expect_step_matches_one_thread<Parallel>(::course::named_model_spec("mlp"),        \
+                                                                ::course::make_dense_or_activation<float>); \
+  }                                                                                                       \
+  TEST(Suite, CnnMatchesStage02) {                                                                        \
+    ::course::s03test::expect_step_matches_one_thread<Parallel>(::course::named_model_spec("cnn"),        \
+                                                                ::course::make_cnn_layer<float>);         \
+  }

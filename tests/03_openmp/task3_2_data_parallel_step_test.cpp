@@ -7,13 +7,4 @@
 #include "03_openmp/omp_engine.hpp"
 #include "stage03_support.hpp"
 
-using namespace course;
-using namespace course::s03test;
-
-TEST(Task3_2_DataParallelStep, MlpMatchesStage01) {
-  expect_step_matches_one_thread<DataParallelEngine>(named_model_spec("mlp"), make_dense_or_activation<float>);
-}
-
-TEST(Task3_2_DataParallelStep, CnnMatchesStage02) {
-  expect_step_matches_one_thread<DataParallelEngine>(named_model_spec("cnn"), make_cnn_layer<float>);
-}
+COURSE_PARALLEL_STEP_TESTS(Task3_2_DataParallelStep, course::DataParallelEngine)

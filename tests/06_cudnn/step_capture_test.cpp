@@ -205,10 +205,6 @@ TEST(Stage06_StepCapture, EngineGivesTheSameParametersWithAndWithoutTheGraph) {
   EXPECT_GT(with_graph.graph_nodes(), 20u)
       << "nodes of the graph: the whole step: gather, every layer both ways, loss, update";
   EXPECT_EQ(without.graph_replays(), 0) << "replays of the engine built without the graph";
-  const auto p = with_graph.get_parameters(), q = without.get_parameters();
-  ASSERT_EQ(p.size(), q.size()) << "parameter tensors with the graph (left), without (right)";
-  for (std::size_t i = 0; i < p.size(); ++i)  // the same bits (as values: -0 and 0 alike)
-    EXPECT_TRUE(testkit::tensor_matches(p[i].name + " after 2 epochs with the graph (expected: the plain run's)",
-                                        testkit::parameter_shape(p[i].tensor.shape), p[i].tensor.data, q[i].tensor.data,
-                                        testkit::Tolerance{0, 0}));
+  testkit::expect_same_parameters(with_graph.get_parameters(), without.get_parameters(),
+                                  "after 2 epochs with the graph (expected: the plain run's)");
 }

@@ -64,6 +64,18 @@ inline std::vector<float> sum_slices(const std::vector<float>& partials, int sli
   return to_float(sum);
 }
 
+/// One fused dense layer test case (tasks 8.4 and 8.5): x [B, IN] -> y [B, OUT], then `act`;
+/// `dx`: whether backward computes the input gradient too (the first layer's needs none).
+struct DenseCase {
+  int B, IN, OUT;
+  FusedAct act;
+  bool dx = true;
+  std::string describe() const {
+    return "batch " + std::to_string(B) + ", " + std::to_string(IN) + " -> " + std::to_string(OUT) + " + " +
+           fused_act_name(act) + (dx ? "" : ", no dx");
+  }
+};
+
 /// One fused conv block test case.
 struct ConvBlockCase {
   int B;
@@ -203,3 +215,22 @@ template <typename Slips>
 }
 
 }  // namespace course::s08test
+
+/// The three shape-grid tests of a conv block kernel that takes a target block count (tasks 8.1
+/// and 8.3): check(case, target_blocks) on every shape of conv_block_cases() at kTargetBlocks and at
+/// 1 (many examples per block), and on conv_block_small_cases() with both, for the sanitizer runs.
+#define S08_CONV_BLOCK_GRID_TESTS(Suite, check)                                                         \
+  TEST(Suite, MatchesStage02OverTheShapeGrid) {                                                         \
+    SKIP_WITHOUT_GPU();                                                                                 \
+    for (const ::course::s08test::ConvBlockCase& c : ::course::s08test::conv_block_cases())             \
+      check(c, ::course::s08test::kTargetBlocks);                                                       \
+  }                                                                                                     \
+  TEST(Suite, MatchesStage02WithManyExamplesPerBlock) {                                                 \
+    SKIP_WITHOUT_GPU();                                                                                 \
+    for (const ::course::s08test::ConvBlockCase& c : ::course::s08test::conv_block_cases()) check(c, 1); \
+  }                                                                                                     \
+  TEST(Suite, MatchesStage02OnSmallShapes) {                                                            \
+    SKIP_WITHOUT_GPU();                                                                                 \
+    for (const ::course::s08test::ConvBlockCase& c : ::course::s08test::conv_block_small_cases())       \
+      for (int target : {::course::s08test::kTargetBlocks, 1}) check(c, target);                        \
+  }

@@ -98,22 +98,8 @@ void check_forward(const ConvBlockCase& c, int target_blocks) {
 
 }  // namespace
 
-TEST(Task8_1_ConvBlockForward, MatchesStage02OverTheShapeGrid) {
-  SKIP_WITHOUT_GPU();
-  for (const ConvBlockCase& c : conv_block_cases()) check_forward(c, kTargetBlocks);
-}
-
-TEST(Task8_1_ConvBlockForward, MatchesStage02WithManyExamplesPerBlock) {
-  SKIP_WITHOUT_GPU();
-  for (const ConvBlockCase& c : conv_block_cases()) check_forward(c, 1);
-}
-
-// For the sanitizer runs: every path of the grid on small batches, with both tilings.
-TEST(Task8_1_ConvBlockForward, MatchesStage02OnSmallShapes) {
-  SKIP_WITHOUT_GPU();
-  for (const ConvBlockCase& c : conv_block_small_cases())
-    for (int target : {kTargetBlocks, 1}) check_forward(c, target);
-}
+// The shape grid at both tilings, and the small shapes for the sanitizer runs (s08_support.hpp).
+S08_CONV_BLOCK_GRID_TESTS(Task8_1_ConvBlockForward, check_forward)
 
 // Ties go to the first maximum of the window in row-major order, as in stage 02:
 // with every input 0 and the bias 0, a ReLU block outputs 0 with offset 0 everywhere,

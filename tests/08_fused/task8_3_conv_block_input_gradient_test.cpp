@@ -40,22 +40,8 @@ void check_input_gradient(const ConvBlockCase& c, int target_blocks) {
 
 }  // namespace
 
-TEST(Task8_3_ConvBlockInputGradient, MatchesStage02OverTheShapeGrid) {
-  SKIP_WITHOUT_GPU();
-  for (const ConvBlockCase& c : conv_block_cases()) check_input_gradient(c, kTargetBlocks);
-}
-
-TEST(Task8_3_ConvBlockInputGradient, MatchesStage02WithManyExamplesPerBlock) {
-  SKIP_WITHOUT_GPU();
-  for (const ConvBlockCase& c : conv_block_cases()) check_input_gradient(c, 1);
-}
-
-// For the sanitizer runs: every path of the grid on small batches, with both tilings.
-TEST(Task8_3_ConvBlockInputGradient, MatchesStage02OnSmallShapes) {
-  SKIP_WITHOUT_GPU();
-  for (const ConvBlockCase& c : conv_block_small_cases())
-    for (int target : {kTargetBlocks, 1}) check_input_gradient(c, target);
-}
+// The shape grid at both tilings, and the small shapes for the sanitizer runs (s08_support.hpp).
+S08_CONV_BLOCK_GRID_TESTS(Task8_3_ConvBlockInputGradient, check_input_gradient)
 
 // Both parts in one launch: the weight-gradient blocks first, then the input-gradient
 // blocks, each part's results as when it runs alone.

@@ -17,15 +17,6 @@ using namespace course::s08test;
 
 namespace {
 
-struct DenseCase {
-  int B, IN, OUT;
-  FusedAct act;
-  std::string describe() const {
-    return "batch " + std::to_string(B) + ", " + std::to_string(IN) + " -> " + std::to_string(OUT) + " + " +
-           fused_act_name(act);
-  }
-};
-
 // fc1 of cnn, of the mlp and of cnn-deep; tiny, odd and larger-than-a-tile sizes; every activation.
 std::vector<DenseCase> dense_cases() {
   return {{64, 1568, 100, FusedAct::ReLU}, {64, 784, 256, FusedAct::ReLU}, {64, 288, 128, FusedAct::Sigmoid},

@@ -17,15 +17,8 @@ using namespace course::s08test;
 
 namespace {
 
-struct DenseCase {
-  int B, IN, OUT;
-  FusedAct act;
-  bool dx;
-};
-
 void check_dense_backward(const DenseCase& c) {
-  const std::string context = "batch " + std::to_string(c.B) + ", " + std::to_string(c.IN) + " -> " +
-                              std::to_string(c.OUT) + " + " + fused_act_name(c.act) + (c.dx ? "" : ", no dx");
+  const std::string context = c.describe();
   const std::vector<float> hx = gputest::random_floats(static_cast<std::size_t>(c.B) * c.IN, 141),
                            hw = gputest::random_floats(static_cast<std::size_t>(c.OUT) * c.IN, 142),
                            hb = gputest::random_floats(static_cast<std::size_t>(c.OUT), 143),

@@ -109,10 +109,6 @@ TEST(Task8_8_PersistentStep, TrainsTheSameBitsAsTheGraph) {
     EXPECT_NEAR(a.loss_sum, b.loss_sum, 1e-9 * a.loss_sum)
         << "epoch " << epoch << ": loss sum of the graph (first), the persistent kernel (second) (summed with atomics)";
   }
-  const auto p = graph.get_parameters(), q = persistent.get_parameters();
-  ASSERT_EQ(p.size(), q.size()) << "parameter tensors of the graph (left), the persistent kernel (right)";
-  for (std::size_t i = 0; i < p.size(); ++i)  // the same bits (as values: -0 and 0 alike)
-    EXPECT_TRUE(testkit::tensor_matches(p[i].name + " after 2 epochs in the persistent kernel (expected: the graph's)",
-                                        testkit::parameter_shape(p[i].tensor.shape), q[i].tensor.data, p[i].tensor.data,
-                                        testkit::Tolerance{0, 0}));
+  testkit::expect_same_parameters(persistent.get_parameters(), graph.get_parameters(),
+                                  "after 2 epochs in the persistent kernel (expected: the graph's)");
 }

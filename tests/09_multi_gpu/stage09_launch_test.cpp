@@ -154,6 +154,20 @@ TEST(Stage09_Bootstrap, ARankGivesUpWhenNoIdComes) {
 
 // ---- the launcher ---------------------------------------------------------------------
 
+namespace {
+
+/// `ranks` processes of /bin/sh, each running `script`: enough to be a rank that writes where it
+/// is ($COURSE_RANK, ...), fails, ignores SIGTERM or ends as an interrupted run does.
+LaunchRequest shell_ranks(int ranks, const std::string& script) {
+  LaunchRequest request;
+  request.ranks = ranks;
+  request.program = "/bin/sh";
+  request.args = {"sh", "-c", script};
+  return request;
+}
+
+}  // namespace
+
 TEST(Stage09_Launcher, FewerGpusThanAskedIsAnErrorNamingTheFlag) {
   EXPECT_NO_THROW(check_gpu_count(2, 2, nullptr));
   EXPECT_NO_THROW(check_gpu_count(1, 8, "0"));
@@ -170,12 +184,9 @@ TEST(Stage09_Launcher, FewerGpusThanAskedIsAnErrorNamingTheFlag) {
 
 TEST(Stage09_Launcher, StartsOneProcessPerRankWithItsPlace) {
   const fs::path dir = fresh_dir();
-  LaunchRequest request;
-  request.ranks = 3;
-  request.program = "/bin/sh";
-  request.args = {"sh", "-c",
-                  "echo \"$COURSE_RANK $COURSE_WORLD_SIZE $COURSE_LOCAL_RANK $NCCL_NVLS_ENABLE $COURSE_NCCL_ID_FILE\" > " +
-                      (dir / "rank").string() + "$COURSE_RANK"};
+  const LaunchRequest request = shell_ranks(
+      3, "echo \"$COURSE_RANK $COURSE_WORLD_SIZE $COURSE_LOCAL_RANK $NCCL_NVLS_ENABLE $COURSE_NCCL_ID_FILE\" > " +
+             (dir / "rank").string() + "$COURSE_RANK");
   std::ostringstream out, err;
   EXPECT_EQ(launch_ranks(request, out, err), 0) << err.str();
   EXPECT_CONTAINS(out.str(), "3 ranks, one process per GPU");
@@ -201,10 +212,7 @@ TEST(Stage09_Launcher, KeepsNvlinkMulticastAsTheUserSetIt) {
   const char* before = std::getenv("NCCL_NVLS_ENABLE");
   const std::string saved = before != nullptr ? before : "";
   ::setenv("NCCL_NVLS_ENABLE", "1", 1);
-  LaunchRequest request;
-  request.ranks = 1;
-  request.program = "/bin/sh";
-  request.args = {"sh", "-c", "echo $NCCL_NVLS_ENABLE > " + (dir / "nvls").string()};
+  const LaunchRequest request = shell_ranks(1, "echo $NCCL_NVLS_ENABLE > " + (dir / "nvls").string());
   std::ostringstream out, err;
   const int code = launch_ranks(request, out, err);
   if (before != nullptr)
@@ -216,11 +224,8 @@ TEST(Stage09_Launcher, KeepsNvlinkMulticastAsTheUserSetIt) {
 }
 
 TEST(Stage09_Launcher, AFailedRankStopsTheOthersAndItsCodeIsTheLaunchers) {
-  LaunchRequest request;
-  request.ranks = 3;
-  request.program = "/bin/sh";
   // Rank 1 fails at once; ranks 0 and 2 would wait a minute.
-  request.args = {"sh", "-c", "if [ $COURSE_RANK = 1 ]; then exit 3; fi; exec sleep 60"};
+  const LaunchRequest request = shell_ranks(3, "if [ $COURSE_RANK = 1 ]; then exit 3; fi; exec sleep 60");
   std::ostringstream out, err;
   const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(launch_ranks(request, out, err), 3);
@@ -231,10 +236,8 @@ TEST(Stage09_Launcher, AFailedRankStopsTheOthersAndItsCodeIsTheLaunchers) {
 }
 
 TEST(Stage09_Launcher, ARankThatIgnoresSigtermIsKilledAfterTheGrace) {
-  LaunchRequest request;
-  request.ranks = 2;
-  request.program = "/bin/sh";
-  request.args = {"sh", "-c", "if [ $COURSE_RANK = 1 ]; then sleep 0.3; kill -9 $$; fi; trap '' TERM; exec sleep 60"};
+  LaunchRequest request =
+      shell_ranks(2, "if [ $COURSE_RANK = 1 ]; then sleep 0.3; kill -9 $$; fi; trap '' TERM; exec sleep 60");
   request.grace_s = 1;
   std::ostringstream out, err;
   const auto start = std::chrono::steady_clock::now();
@@ -244,11 +247,8 @@ TEST(Stage09_Launcher, ARankThatIgnoresSigtermIsKilledAfterTheGrace) {
 }
 
 TEST(Stage09_Launcher, OrderlyEndsOfARunDoNotStopTheOthers) {
-  LaunchRequest request;
-  request.ranks = 2;
-  request.program = "/bin/sh";
   // Both stop as an interrupted run does (exit 130), rank 0 a little later: it is not killed.
-  request.args = {"sh", "-c", "if [ $COURSE_RANK = 0 ]; then sleep 0.5; fi; exit 130"};
+  const LaunchRequest request = shell_ranks(2, "if [ $COURSE_RANK = 0 ]; then sleep 0.5; fi; exit 130");
   std::ostringstream out, err;
   EXPECT_EQ(launch_ranks(request, out, err), kExitInterrupted);
   EXPECT_EQ(err.str(), "") << "an agreed stop is no failure";
@@ -258,11 +258,8 @@ TEST(Stage09_Launcher, SigtermToTheLauncherReachesEveryRank) {
   const fs::path dir = fresh_dir();
   const pid_t child = ::fork();
   if (child == 0) {
-    LaunchRequest request;
-    request.ranks = 2;
-    request.program = "/bin/sh";
-    request.args = {"sh", "-c", "trap 'echo got > " + (dir / "term").string() + "$COURSE_RANK; exit 7' TERM; "
-                                "while true; do sleep 0.05; done"};
+    const LaunchRequest request = shell_ranks(2, "trap 'echo got > " + (dir / "term").string() +
+                                                     "$COURSE_RANK; exit 7' TERM; while true; do sleep 0.05; done");
     std::ostringstream out, err;
     ::_exit(launch_ranks(request, out, err));
   }

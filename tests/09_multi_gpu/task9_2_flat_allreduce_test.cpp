@@ -30,33 +30,51 @@ std::vector<float> times(float k, const std::vector<float>& v) {
 // The values of v as a known slip's values.
 std::vector<double> wide(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
+// One rank alone on one GPU, with the weighted-sum op of Task 9.2 made on a weight in device
+// memory (set_weight() changes it later) and a stream; the op and the stream are released when it goes.
+struct OneRankWeightedSum {
+  Communicator comm{new_unique_id(), 0, 1, 60};
+  DeviceBuffer<float> weight{1};
+  ncclRedOp_t op{};
+  cudaStream_t stream = nullptr;
+
+  explicit OneRankWeightedSum(float first_weight) {
+    set_weight(weight, first_weight);
+    op = create_weighted_sum(comm.get(), weight.get());
+    CUDA_CHECK(cudaStreamCreate(&stream));
+  }
+  ~OneRankWeightedSum() {
+    ncclRedOpDestroy(op, comm.get());
+    cudaStreamDestroy(stream);
+  }
+  OneRankWeightedSum(const OneRankWeightedSum&) = delete;
+  OneRankWeightedSum& operator=(const OneRankWeightedSum&) = delete;
+
+  /// v after this rank's all-reduce (allreduce_weighted), done in `values` on the device.
+  std::vector<float> all_reduced(DeviceBuffer<float>& values, const std::vector<float>& v) {
+    values.upload(v);
+    allreduce_weighted(values.get(), v.size(), op, comm.get(), stream);
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    return values.download();
+  }
+};
+
 }  // namespace
 
 TEST(Task9_2_WeightedAllReduce, OneRankMultipliesByTheWeightReadWhenItRuns) {
   S09_SKIP_WITHOUT_GPUS(1);
-  Communicator comm(new_unique_id(), 0, 1, 60);
-  DeviceBuffer<float> weight(1);
-  set_weight(weight, 0.5f);
-  const ncclRedOp_t op = create_weighted_sum(comm.get(), weight.get());
+  OneRankWeightedSum rank(0.5f);
   const std::vector<float> v = random_values(10007, 1);  // not a multiple of anything NCCL likes
   DeviceBuffer<float> values;
-  values.upload(v);
-  cudaStream_t stream = nullptr;
-  CUDA_CHECK(cudaStreamCreate(&stream));
-  allreduce_weighted(values.get(), v.size(), op, comm.get(), stream);
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<float> got = values.download();
+  std::vector<float> got = rank.all_reduced(values, v);
   const TensorShape shape{{"i", static_cast<int>(v.size())}};
   const testkit::Tolerance exact{0, 0};
   ASSERT_TRUE(testkit::tensor_matches("values after the all-reduce of one rank with weight 0.5", shape, got,
                                       times(0.5f, v), exact, {{"the weight not applied (a plain sum)", wide(v)}}));
 
   // The same op, a new weight: it is read from device memory when the collective runs.
-  set_weight(weight, 0.25f);
-  values.upload(v);
-  allreduce_weighted(values.get(), v.size(), op, comm.get(), stream);
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  got = values.download();
+  set_weight(rank.weight, 0.25f);
+  got = rank.all_reduced(values, v);
   ASSERT_TRUE(testkit::tensor_matches(
       "values after the all-reduce with the weight set to 0.25 after the op was made", shape, got, times(0.25f, v),
       exact,
@@ -65,44 +83,32 @@ TEST(Task9_2_WeightedAllReduce, OneRankMultipliesByTheWeightReadWhenItRuns) {
        {"the weight not applied (a plain sum)", wide(v)}}));
 
   // Weight 1: the gradient of one rank comes back bit for bit.
-  set_weight(weight, 1.f);
-  values.upload(v);
-  allreduce_weighted(values.get(), v.size(), op, comm.get(), stream);
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  got = values.download();
+  set_weight(rank.weight, 1.f);
+  got = rank.all_reduced(values, v);
   EXPECT_EQ(differing_values(got, v), 0u)
       << "weight 1 changed some bits: " << first_difference(got, v) << " (actual against the rank's own value)";
-  ncclRedOpDestroy(op, comm.get());
-  cudaStreamDestroy(stream);
 }
 
 TEST(Task9_2_WeightedAllReduce, TheFlatScheduleReducesEverythingBeforeTheUpdate) {
   S09_SKIP_WITHOUT_GPUS(1);
-  Communicator comm(new_unique_id(), 0, 1, 60);
-  DeviceBuffer<float> weight(1);
-  set_weight(weight, 0.5f);
-  const ncclRedOp_t op = create_weighted_sum(comm.get(), weight.get());
+  OneRankWeightedSum rank(0.5f);
   const std::vector<float> v = random_values(5000, 2);
   DeviceBuffer<float> grads;
   grads.upload(v);
   AllReduceTiming timing;
-  FlatAllReduce flat(comm.get(), op, grads.get(), v.size(), timing);
-  cudaStream_t stream = nullptr;
-  CUDA_CHECK(cudaStreamCreate(&stream));
-  flat.gradients_queued({4000, 5000, "fc2"}, stream);
-  CUDA_CHECK(cudaStreamSynchronize(stream));
+  FlatAllReduce flat(rank.comm.get(), rank.op, grads.get(), v.size(), timing);
+  flat.gradients_queued({4000, 5000, "fc2"}, rank.stream);
+  CUDA_CHECK(cudaStreamSynchronize(rank.stream));
   const TensorShape shape{{"i", static_cast<int>(v.size())}};
   EXPECT_TRUE(testkit::tensor_matches(
       "gradients after gradients_queued(fc2 [4000, 5000)), before the update: the flat schedule waits for the "
       "whole backward pass",
       shape, grads.download(), v, testkit::Tolerance{0, 0}, {{"the all-reduce run already", wide(times(0.5f, v))}}));
-  flat.before_update(stream);
-  CUDA_CHECK(cudaStreamSynchronize(stream));
+  flat.before_update(rank.stream);
+  CUDA_CHECK(cudaStreamSynchronize(rank.stream));
   ASSERT_TRUE(testkit::tensor_matches("gradients after before_update(), weight 0.5", shape, grads.download(),
                                       times(0.5f, v), testkit::Tolerance{0, 0},
                                       {{"no all-reduce at all, or the weight not applied", wide(v)}}));
-  ncclRedOpDestroy(op, comm.get());
-  cudaStreamDestroy(stream);
 }
 
 TEST(Task9_2_WeightedAllReduce, TwoRanksGetTheWeightedSumBothAlike) {

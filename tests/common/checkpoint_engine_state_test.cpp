@@ -19,6 +19,7 @@
 #include "common/train/trainer.hpp"
 #include "expect_contains.hpp"
 #include "one_weight_engine.hpp"
+#include "small_checkpoint.hpp"
 #include "trainer_process.hpp"
 #include "trainer_run.hpp"
 
@@ -27,30 +28,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Checkpoint plain_checkpoint() {
-  Checkpoint c;
-  c.model.arch = "fc3";
-  c.model.input = Shape3{2, 1, 1};
-  c.model.classes = 3;
-  c.model.stage = "06_cudnn";
-  c.model.tensors = {{"fc1.weight", Tensor({3, 2}, 0.5f)}, {"fc1.bias", Tensor({3}, -0.25f)}};
-  c.optimizer = {{"fc1.weight.velocity", Tensor({3, 2}, 1e-3f)}, {"fc1.bias.velocity", Tensor({3}, 0.0f)}};
-  c.epoch = 1;
-  c.batch = 8;
-  c.lr = 0.05;
-  c.lr_schedule = "cosine";
-  c.epochs = 3;
-  c.momentum = 0.9;
-  c.loss = "cross-entropy";
-  c.dataset = "synthetic";
-  c.train_examples = 64;
-  c.labels_hash = 7;
-  return c;
-}
+using testkit::small_checkpoint;
 
 // Two records, one of them binary (a zero byte, bytes above 0x7F) and one empty.
 Checkpoint recorded_checkpoint() {
-  Checkpoint c = plain_checkpoint();
+  Checkpoint c = small_checkpoint();
   c.engine_state["cudnn_conv_algorithms"] = R"({"format":1,"layers":[]})";
   c.engine_state["a.binary-record_2"] = std::string("\x00\x01\xff\x80 x", 6);
   c.engine_state["z"] = "";
@@ -65,7 +47,7 @@ void put(std::string& out, std::uint64_t v, int bytes) {
 // any order, any count claimed), with a correct checksum: what only a damaged
 // or hand-made file holds, and what the decoder must refuse by its content.
 std::string with_records(const std::vector<std::pair<std::string, std::string>>& records, std::uint64_t count) {
-  const std::string plain = encode_checkpoint(plain_checkpoint());  // ... optimizer, uint32 0, checksum
+  const std::string plain = encode_checkpoint(small_checkpoint());  // ... optimizer, uint32 0, checksum
   std::string out = plain.substr(0, plain.size() - 12);
   put(out, count, 4);
   for (const auto& r : records) {
@@ -112,13 +94,13 @@ TEST(CheckpointEngineState, EveryCutAndEveryFlippedByteIsRefused) {
 }
 
 TEST(CheckpointEngineState, AVersion1FileIsReadWithNoRecords) {
-  const std::string v2 = encode_checkpoint(plain_checkpoint());
+  const std::string v2 = encode_checkpoint(small_checkpoint());
   std::string v1 = v2.substr(0, v2.size() - 12);  // less the record count and the checksum
   v1[8] = 1;                                      // the format version's low byte
   put(v1, fnv1a64(v1.data(), v1.size()), 8);
   const Checkpoint c = decode_checkpoint(v1, "v1.ckpt");
   EXPECT_TRUE(c.engine_state.empty());
-  EXPECT_EQ(c.epoch, 1);
+  EXPECT_EQ(c.epoch, small_checkpoint().epoch);
   EXPECT_EQ(encode_checkpoint(c), v2) << "written again, it becomes the version 2 file";
   std::string v3 = v2;
   v3[8] = 3;
@@ -129,12 +111,12 @@ TEST(CheckpointEngineState, BadNamesAreRefusedWhenWrittenAndWhenRead) {
   for (const std::string& name : {std::string(), std::string("Upper"), std::string("two words"),
                                   std::string("nul\0", 4), std::string(kMaxEngineRecordName + 1, 'a')}) {
     SCOPED_TRACE("name '" + name + "'");
-    Checkpoint c = plain_checkpoint();
+    Checkpoint c = small_checkpoint();
     c.engine_state[name] = "value";
     EXPECT_THROW(encode_checkpoint(c), CheckpointError);
     EXPECT_CONTAINS(refusal(with_records({{name, "value"}}, 1)), "the name of engine record 1 ");
   }
-  Checkpoint longest = plain_checkpoint();
+  Checkpoint longest = small_checkpoint();
   longest.engine_state[std::string(kMaxEngineRecordName, 'a')] = "fits";
   EXPECT_EQ(decode_checkpoint(encode_checkpoint(longest), "m").engine_state, longest.engine_state);
 }
@@ -151,7 +133,7 @@ TEST(CheckpointEngineState, CountsThatDoNotMatchTheRecordsAreRefused) {
   EXPECT_CONTAINS(refusal(with_records({}, 0xFFFFFFFFu)), "claims 4294967295 engine records");
   EXPECT_CONTAINS(refusal(with_records({{"a", "1"}}, 2)), "is truncated");                 // one record short
   EXPECT_CONTAINS(refusal(with_records({{"a", "1"}, {"b", "2"}}, 1)), "unexpected bytes");  // one too many
-  Checkpoint many = plain_checkpoint();
+  Checkpoint many = small_checkpoint();
   for (std::size_t i = 0; i <= kMaxEngineRecords; ++i) many.engine_state["r" + std::to_string(i)] = "";
   EXPECT_THROW(encode_checkpoint(many), CheckpointError);
 }

@@ -19,6 +19,7 @@
 #include "common/core/rng.hpp"
 #include "common/train/trainer.hpp"
 #include "expect_contains.hpp"
+#include "small_checkpoint.hpp"
 #include "trainer_process.hpp"
 #include "trainer_run.hpp"
 
@@ -154,32 +155,7 @@ std::vector<std::string> quick(int epochs, std::vector<std::string> more = {}) {
 
 fs::path fresh_dir() { return trainer_process::fresh_dir("course_checkpoint"); }
 
-Checkpoint small_checkpoint() {
-  Checkpoint c;
-  c.model.arch = "fc4,relu,fc3";
-  c.model.input = Shape3{2, 1, 1};
-  c.model.classes = 3;
-  c.model.stage = "01_fc_softmax";
-  c.model.tensors = {{"fc1.weight", Tensor({4, 2}, 0.25f)}, {"fc1.bias", Tensor({4}, -1.5f)}};
-  c.model.tensors[0].tensor[5] = -0.0f;
-  c.model.tensors[0].tensor[6] = std::numeric_limits<float>::denorm_min();
-  c.optimizer = {{"fc1.weight.velocity", Tensor({4, 2}, 1e-7f)}, {"fc1.bias.velocity", Tensor({4}, 3.0f)}};
-  c.epoch = 3;
-  c.step = 5;
-  c.examples_done = 160;
-  c.seed = 0xFFFFFFFFFFFFFFFFull;
-  c.batch = 32;
-  c.lr = 0.05;
-  c.lr_schedule = "cosine";
-  c.epochs = 10;
-  c.momentum = 0.9;
-  c.loss = "cross-entropy";
-  c.dataset = "synthetic";
-  c.train_examples = 200;
-  c.labels_hash = 0x0123456789ABCDEFull;
-  c.history = R"([{"epoch":1,"loss":0.5},{"epoch":2,"loss":0.25}])";
-  return c;
-}
+using testkit::small_checkpoint;
 
 void expect_same(const Checkpoint& a, const Checkpoint& b) {
   EXPECT_EQ(a.model.arch, b.model.arch);

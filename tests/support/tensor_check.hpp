@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/check/mismatch.hpp"
+#include "common/core/tensor.hpp"
 
 namespace course::testkit {
 
@@ -295,6 +296,17 @@ inline TensorShape parameter_shape(const std::vector<int>& sizes) {
   if (sizes.size() == 2) s.names = {"o", "i"};
   if (sizes.size() == 4) s.names = {"co", "ci", "kh", "kw"};
   return s;
+}
+
+/// Expects `actual` to be the parameters `expected` lists, in model order, bit for bit (compared as
+/// values: -0 and 0 alike). A wrong tensor is named "<name> <when>" in the message, e.g.
+/// "fc1.weight after 2 epochs with the graph (expected: the plain run's)".
+inline void expect_same_parameters(const std::vector<NamedTensor>& actual, const std::vector<NamedTensor>& expected,
+                                   const std::string& when) {
+  ASSERT_EQ(actual.size(), expected.size()) << "parameter tensors " << when;
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    EXPECT_TRUE(tensor_matches(expected[i].name + " " + when, parameter_shape(expected[i].tensor.shape),
+                               actual[i].tensor.data, expected[i].tensor.data, kExact));
 }
 
 }  // namespace course::testkit

@@ -14,6 +14,16 @@ def say(msg):
     print(f"==> {msg}", flush=True)
 
 
+def exit_with(main, interrupted="interrupted"):
+    """sys.exit(main()), but Ctrl-C ends the command with one line on stderr (`interrupted`, which may say
+    what was left undone) and exit code 130, as a shell reports a command SIGINT stopped, not a traceback."""
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print(f"\n{interrupted}", file=sys.stderr)
+        sys.exit(130)
+
+
 def shown(arg):
     """An argument as a person would type it from the repository root."""
     if str(arg) == sys.executable:

@@ -42,39 +42,39 @@ def problems(changes):
 
 
 class IncludeGraphTest(unittest.TestCase):
+    def assert_one_problem(self, changes, says):
+        """The clean tree with `changes` planted has exactly one problem, and its line holds `says`."""
+        found = problems(changes)
+        self.assertEqual(len(found), 1, found)
+        self.assertIn(says, found[0])
+
     def test_clean_tree_passes(self):
         self.assertEqual(problems({}), [])
 
     def test_loop_through_a_source_file(self):
-        found = problems({"common/data/data.cpp":
-                          '#include "common/data/data.hpp"\n#include "common/data/data_transform.hpp"\n'})
-        self.assertEqual(len(found), 1, found)
-        self.assertIn("include loop among common/data/data, common/data/data_transform", found[0])
+        self.assert_one_problem({"common/data/data.cpp":
+                                 '#include "common/data/data.hpp"\n#include "common/data/data_transform.hpp"\n'},
+                                "include loop among common/data/data, common/data/data_transform")
 
     def test_loop_of_two_headers(self):
-        found = problems({"common/data/data_transform.hpp": '#include "common/data/load_data.hpp"\n'})
-        self.assertEqual(len(found), 1, found)
-        self.assertIn("common/data/data_transform, common/data/load_data", found[0])
+        self.assert_one_problem({"common/data/data_transform.hpp": '#include "common/data/load_data.hpp"\n'},
+                                "common/data/data_transform, common/data/load_data")
 
     def test_include_of_a_layer_above(self):
         found = problems({"common/train/engine.hpp": '#include "common/gpu/step_capture.hpp"\n'})
         self.assertEqual(found, ["common/train/engine.hpp:1: includes common/gpu/step_capture.hpp, of the layer "
                                  "above (common/gpu is above common/train)"])
-        found = problems({"common/gpu/step_capture.cu": '\n#include "common/multi_gpu/launcher.hpp"\n'})
-        self.assertEqual(len(found), 1, found)
-        self.assertIn("common/gpu/step_capture.cu:2:", found[0])
+        self.assert_one_problem({"common/gpu/step_capture.cu": '\n#include "common/multi_gpu/launcher.hpp"\n'},
+                                "common/gpu/step_capture.cu:2:")
         found = problems({"common/data/data.hpp": '#include "common/train/engine.hpp"\n'})
         self.assertIn("common/data/data.hpp:1: includes common/train/engine.hpp, of the layer above", found[0])
 
     def test_include_of_a_stage(self):
-        found = problems({"common/train/engine.hpp": '#include "04_cuda_matmul/mlp_step.hpp"\n'})
-        self.assertEqual(len(found), 1, found)
-        self.assertIn("a stage's code", found[0])
+        self.assert_one_problem({"common/train/engine.hpp": '#include "04_cuda_matmul/mlp_step.hpp"\n'},
+                                "a stage's code")
 
     def test_a_file_in_no_layer(self):
-        found = problems({"common/helpers.hpp": ""})
-        self.assertEqual(len(found), 1, found)
-        self.assertIn("common/helpers.hpp: at common/'s root, in no layer", found[0])
+        self.assert_one_problem({"common/helpers.hpp": ""}, "common/helpers.hpp: at common/'s root, in no layer")
 
     def test_the_repository_passes(self):
         self.assertEqual(include_graph.problems(ROOT), [])
