@@ -80,10 +80,12 @@ __device__ void conv_block_forward_tile(const ConvForwardArgs& a, int block, flo
     // HINT: a thread at (th, tw) of the tile reads tile rows th Q + dh + kh and columns tw Q + dw + kw; read the Q rows of Q + K - 1 cells of one kernel row into registers once, and use each cell for every kw and all 4 filters.
   }
 
+  // acc now holds this part's share of the sums; the position's other parts hold the rest.
   // TODO(Task 8.1): with splits > 1, the parts add their sums through shared memory: parts 1 .. splits - 1 write theirs, part 0 adds them in part order (the same bits every run)
   // HINT: the last stage's shared memory is free once every thread has read it: one __syncthreads() before the writes, one between the writes and the reads.
 
-  // TODO(Task 8.1): part 0 of an active position: for each of its 4 filters below F, add the bias, apply the activation, keep the first maximum of the Q x Q window (row-major, strict >) and write y and, when Q > 1, the window offset dh * Q + dw
+  if (!active || part != 0) return;  // part 0 of an active position writes its 4 filters' outputs
+  // TODO(Task 8.1): for each of this thread's 4 filters below F, add the bias, apply the activation, keep the first maximum of the Q x Q window (row-major, strict >) and write y and, when Q > 1, the window offset dh * Q + dw
   // HINT: the activation is monotone, but apply it to every value before comparing: the first maximum must be the one stage 02's max-pool takes.
 }
 

@@ -61,8 +61,9 @@ __device__ inline void dense_forward_tile(const DenseForwardArgs& a, int block, 
   // HINT: stage_in_flight (fused_common.cuh) keeps kDenseLoadsInFlight loads of each thread in flight; rows past B and outputs past OUT stage 0.
 
   const int n = n0 + r;
-  // TODO(Task 8.4): with one slice, add the bias, apply the activation and write y; with several, write this slice's partial sums, make them visible, and take the tile's ticket: only the block that draws the last one goes on (last_block)
+  // TODO(Task 8.4): with one slice, add the bias, apply the activation, write y and return; with several, write this slice's partial sums, make them visible, and take the tile's ticket: last_block, for every thread of the block, is whether it drew the last one
   // HINT: __threadfence() after writing the partial sums and before the ticket (atomicAdd on counters[tile], an integer: exact in any order).
+  if (!last_block) return;  // the block that drew the tile's last ticket finishes it
 
   // TODO(Task 8.4): the tile's last block: add the slices' partial sums of row n and its 4 outputs in slice order 0, 1, 2, ..., add the bias, apply the activation, write y, and put the tile's counter back to 0 for the next launch
   // HINT: fence again, then read the partials with __ldcg (past the L1 cache, which is not kept coherent between multiprocessors); load 8 slices (one float4 each) before adding them, so that their loads are in flight together.

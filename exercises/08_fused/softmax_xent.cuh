@@ -44,6 +44,7 @@ __device__ void softmax_head_rows_of(const HeadArgs& a, int block, float* smem) 
   // TODO(Task 8.6): the logits of row n: each lane sums its share of the row (i = lane, lane + 32, ...) for all K logits at once, a shuffle tree leaves every lane with all K sums, plus the bias
   // HINT: keep the K logits in a register array of kMax, every loop over k unrolled with `if (KC > 0 || k < a.K)`: an array indexed by a value the compiler cannot see lives in local memory, not in registers.
 
+  // Every lane now holds the row's K logits: each computes the arg-max, the loss and dz itself (z turns into dz).
   // TODO(Task 8.6): in every lane: the first arg-max of the row (the prediction), the loss (cross-entropy with the max trick, or mse) and dz = dL/dz of the batch mean in place of z; lane 0 adds the loss and the correct count, and writes the prediction when asked
   // HINT: the cross-entropy's dz_k is (e^(z_k - m) / sum - [k = y]) / B, with m the row's maximum; mse's is 2 (z_k - [k = y]) / (B K) (stage 04's formulas).
   if (!a.train) return;

@@ -124,6 +124,7 @@ __device__ void conv_block_forward_tile(const ConvForwardArgs& a, int block, flo
     // END Task 8.1
   }
 
+  // acc now holds this part's share of the sums; the position's other parts hold the rest.
   // BEGIN Task 8.1 (device): with splits > 1, the parts add their sums through shared memory: parts 1 .. splits - 1 write theirs, part 0 adds them in part order (the same bits every run)
   // HINT: the last stage's shared memory is free once every thread has read it: one __syncthreads() before the writes, one between the writes and the reads.
   if (a.splits > 1) {
@@ -152,9 +153,9 @@ __device__ void conv_block_forward_tile(const ConvForwardArgs& a, int block, flo
   }
   // END Task 8.1
 
-  // BEGIN Task 8.1 (device): part 0 of an active position: for each of its 4 filters below F, add the bias, apply the activation, keep the first maximum of the Q x Q window (row-major, strict >) and write y and, when Q > 1, the window offset dh * Q + dw
+  if (!active || part != 0) return;  // part 0 of an active position writes its 4 filters' outputs
+  // BEGIN Task 8.1 (device): for each of this thread's 4 filters below F, add the bias, apply the activation, keep the first maximum of the Q x Q window (row-major, strict >) and write y and, when Q > 1, the window offset dh * Q + dw
   // HINT: the activation is monotone, but apply it to every value before comparing: the first maximum must be the one stage 02's max-pool takes.
-  if (!active || part != 0) return;
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int f = f0 + quad * 4 + j;

@@ -90,7 +90,7 @@ __device__ inline void dense_forward_tile(const DenseForwardArgs& a, int block, 
   // END Task 8.4
 
   const int n = n0 + r;
-  // BEGIN Task 8.4 (device): with one slice, add the bias, apply the activation and write y; with several, write this slice's partial sums, make them visible, and take the tile's ticket: only the block that draws the last one goes on (last_block)
+  // BEGIN Task 8.4 (device): with one slice, add the bias, apply the activation, write y and return; with several, write this slice's partial sums, make them visible, and take the tile's ticket: last_block, for every thread of the block, is whether it drew the last one
   // HINT: __threadfence() after writing the partial sums and before the ticket (atomicAdd on counters[tile], an integer: exact in any order).
   if (a.k_slices == 1) {  // the whole sum is here: finish at once
     if (n < a.B)
@@ -111,8 +111,8 @@ __device__ inline void dense_forward_tile(const DenseForwardArgs& a, int block, 
   __syncthreads();
   if (threadIdx.x == 0) last_block = atomicAdd(&a.counters[tile], 1u) == static_cast<unsigned>(a.k_slices - 1);
   __syncthreads();
-  if (!last_block) return;
   // END Task 8.4
+  if (!last_block) return;  // the block that drew the tile's last ticket finishes it
 
   // BEGIN Task 8.4 (device): the tile's last block: add the slices' partial sums of row n and its 4 outputs in slice order 0, 1, 2, ..., add the bias, apply the activation, write y, and put the tile's counter back to 0 for the next launch
   // HINT: fence again, then read the partials with __ldcg (past the L1 cache, which is not kept coherent between multiprocessors); load 8 slices (one float4 each) before adding them, so that their loads are in flight together.

@@ -64,9 +64,9 @@ __device__ void softmax_head_rows_of(const HeadArgs& a, int block, float* smem) 
   }
   // END Task 8.6
 
+  // Every lane now holds the row's K logits: each computes the arg-max, the loss and dz itself (z turns into dz).
   // BEGIN Task 8.6 (device): in every lane: the first arg-max of the row (the prediction), the loss (cross-entropy with the max trick, or mse) and dz = dL/dz of the batch mean in place of z; lane 0 adds the loss and the correct count, and writes the prediction when asked
   // HINT: the cross-entropy's dz_k is (e^(z_k - m) / sum - [k = y]) / B, with m the row's maximum; mse's is 2 (z_k - [k = y]) / (B K) (stage 04's formulas).
-  // Every lane now holds the row's K logits: each computes the arg-max, the loss and dz itself (z turns into dz).
   if (has_row) {
     const int label = a.labels[n];
     float top = z[0], z_label = z[0];
