@@ -26,7 +26,7 @@ TITLES = {"e1": "E1: sequential against OpenMP (thesis Figs 5.1-5.2)",
           "e3": "E3: CUDA against cuDNN over five models (thesis Fig 5.4)",
           "e4": "E4: milliseconds per layer, CUDA against cuDNN (thesis Table 5.1)",
           "e5": "E5: the max-pooling study",
-          "e6": "E6: the practice's network, stage 04 against stage 01"}
+          "e6": "E6: a network for the practice, stage 04 against stage 01"}
 
 
 def figure_path(machine, exp, ext="json"):

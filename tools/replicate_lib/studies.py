@@ -36,7 +36,8 @@ THESIS_FIG53_NOTE = ("the thesis's Fig 5.3 sets OpenMP, CUDA and cuDNN side by s
 # Fig 5.4: CUDA against cuDNN over five models of rising complexity.
 THESIS_FIG54 = "CUDA slightly ahead on the simpler models, cuDNN ahead as complexity grows"
 
-# Table 5.1: ms per layer of its most complex model, (cuDNN, CUDA), layers numbered from 0.
+# Table 5.1: per layer of the most complex of Fig 5.4's five models, which the thesis does not specify, in a
+# unit it does not state (read as ms), (cuDNN, CUDA), layers numbered from 0.
 THESIS_TABLE51 = [
     ("conv", 0, "forward", 0.005, 0.009), ("conv", 0, "backward", 0.032, 0.044),
     ("pool", 0, "forward", 0.003, 0.005), ("pool", 0, "backward", 0.01, 0.023),
@@ -45,25 +46,28 @@ THESIS_TABLE51 = [
     ("conv", 2, "forward", 0.023, 0.018), ("conv", 2, "backward", 0.047, 0.018),
     ("pool", 2, "forward", 0.032, 0.023), ("pool", 2, "backward", 0.0057, 0.023),
 ]
-TABLE51_MODEL = "m2"   # the thesis's most complex model: three conv blocks
+TABLE51_MODEL = "m2"   # the course's stand-in for that model: three conv blocks, like the table's layers
 
 # ---- the thesis on max-pooling for HPC ---------------------------------------------------------
 
 POOL_SIZES = (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 POOL_SETTINGS = ("k2s2p0", "k2s1p0", "k2s2p1", "k2s2p2")
-# Seconds of k2 s2 p0 as transcribed: serial on a Xeon node, and its GPU version (every window moved
-# to the device) on a Tesla T4.
+# Seconds of k2 s2 p0 as transcribed, by the study's own method (each window times an identity matrix, in
+# Python): serial on a Xeon node, and its GPU version (every window moved to the device) on a Tesla T4.
 POOL_STUDY = {
     "serial": {"machine": "a Xeon node", "seconds": {4: 0.0004, 1024: 5.18}},
     "gpu": {"machine": "a Tesla T4, every window moved to the device", "seconds": {4: 0.86, 1024: 396.7}},
 }
-POOL_STUDY_NOTE = ("the study also timed 2048, overlapping windows (s 1), padding 1 and 2, and fitted Amdahl's law; "
-                   "the course transcribes the k2 s2 p0 figures at 4 and 1024 only")
+POOL_STUDY_NOTE = ("the study's figures are of its own method (each window multiplied by an identity matrix, in "
+                   "Python), the course's of a direct max loop; the study timed k2 s2 p0 alone (overlapping windows "
+                   "and padding were functional examples on 4 x 4 inputs), on more machines and sizes than the two "
+                   "figures transcribed here, at 4 and 1024")
 
 # ---- the university CUDA practice -------------------------------------------------------------
 
-PRACTICE_NOTE = ("the practice ports a C network (forward, backprop, SGD) to CUDA and reports the speedup over the "
-                 "CPU on a tabular data set; no figure of it is transcribed")
+PRACTICE_NOTE = ("the practice ports a C network (forward, backprop, SGD) to CUDA and asks for its speedup over the "
+                 "CPU on a CSV data set; it gives no figure, no topology and no data set: the network, the "
+                 "activation and the data here are the course's choices")
 
 
 def implied_parallel_fraction(speedup, threads):

@@ -213,8 +213,8 @@ def e4(payload):
         body.append([f"{t['layer']} ({t['course_layer']})", fmt_ms(t["thesis_cudnn_ms"]), fmt_ms(t["thesis_cuda_ms"]),
                      fmt_x(t["thesis_cuda_ms"] / t["thesis_cudnn_ms"]), fmt_ms(a), fmt_ms(b),
                      fmt_x(b / a if a and b else None)])
-    out = [f"Milliseconds per call of each layer of {payload['model']} ({input_text(payload['model'])}, the thesis's "
-           "most complex model), forward and backward, averaged over the batches of 32 of the last epoch (`--profile`: "
+    out = [f"Milliseconds per call of each layer of {payload['model']} ({input_text(payload['model'])}, the course's "
+           "stand-in for the thesis's unspecified model), forward and backward, averaged over the batches of 32 of the last epoch (`--profile`: "
            "CUDA events around each layer, stage 06 without its graph). The course's conv layer is the convolution "
            "and its bias; its ReLU is a layer of its own, not counted here.", ""]
     out += md_table(heads, body) + [""]
@@ -308,7 +308,7 @@ def e6(payload):
                      f"{r['images']:,}", f"{100 * r['test_accuracy']:.2f}%",
                      "-" if r.get("mae") is None else f"{r['mae']:.4f}"])
     networks = payload.get("networks") or [payload.get("layers", "?")]
-    out = [f"The practice's network `--layers {networks[0]}`" +
+    out = [f"The course's choice of a small network for the practice, `--layers {networks[0]}`," +
            (f" and a wider one, `--layers {networks[1]}`," if len(networks) > 1 else "") +
            f" with `{' '.join(payload['flags'])}` on the tabular set of tools/make_tabular.py (batch "
            f"{payload['batch']}, lr {payload['lr']:g}, {payload['epochs']} epochs).", ""] + \
