@@ -175,7 +175,42 @@ def e2(payload):
     reused = [r for r in rows if r.get("reused_from")]
     if reused:
         out.append("Stages 02 and 03: the runs of E1 (the same runs, not repeated).")
+    out += ["", "Test accuracy after the last epoch of the same runs (in brackets: the epochs trained):", ""]
+    out += md_table(heads[:-1], [[f"{m} ({input_text(m)})"] + [accuracy_cell(next(
+        (r for r in rows if r["model"] == m and r["stage"] == s), None)) for s in payload["stages"]] for m in models])
+    out += ["", same_network_line(rows, models), ""]
     return out + images_note(payload) + skipped_lines(rows) + [sentence(studies.THESIS_FIG53_NOTE)]
+
+
+def accuracy_cell(row):
+    if row is None:
+        return "-"
+    if row["status"] != "ok" or row.get("test_accuracy") is None:
+        return row["status"]
+    return f"{100 * row['test_accuracy']:.2f}% ({len(row.get('epoch_seconds') or [])} ep)"
+
+
+def same_network_line(rows, models):
+    """Whether the stages that trained a model for as many epochs end at one test accuracy (the thesis's claim
+    that every implementation computes the same network), model by model."""
+    parts = []
+    for m in models:
+        groups = {}
+        for r in rows:
+            if r["model"] == m and r["status"] == "ok" and r.get("test_accuracy") is not None:
+                groups.setdefault(len(r.get("epoch_seconds") or []), []).append(r)
+        for epochs, rs in sorted(groups.items()):
+            accs = sorted({r["test_accuracy"] for r in rs})
+            stages = ", ".join(r["stage"][:2] for r in rs)
+            if len(rs) < 2:
+                continue
+            parts.append(f"{m} after {epochs} epochs, stages {stages}: " +
+                         (f"all {100 * accs[0]:.2f}%" if len(accs) == 1 else
+                          f"{100 * accs[0]:.2f}% to {100 * accs[-1]:.2f}%"))
+    if not parts:
+        return "No two stages trained a model for as many epochs here: the same network is not checked."
+    return ("The same network in every implementation (the thesis's claim), checked where stages trained a model "
+            "for as many epochs: " + "; ".join(parts) + ". (Ten classes: 10% is chance.)")
 
 
 # ---- E3 ---------------------------------------------------------------------------------------------------
