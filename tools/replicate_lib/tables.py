@@ -125,7 +125,7 @@ def input_text(model):
 def e1(payload):
     rows, counts = payload["rows"], payload.get("thread_counts", [])
     heads = ["model", "images", "stage 02, 1 thread"] + [f"stage 03, {n} thr" for n in counts] + \
-            ["stage 02 / stage 03 (most threads)", "Amdahl p (limit)", "the thesis"]
+            ["stage 02 / stage 03 (most threads)", "Amdahl p (limit)", "test accuracy (stages 02 and 03)", "the thesis"]
     body = []
     for fit in payload["fits"]:
         m = fit["model"]
@@ -139,6 +139,7 @@ def e1(payload):
                                                                  if fit.get("most_threads") else ""))
         f = fit.get("fit")
         line.append("-" if not f else f"{f['p']:.3f} ({'no limit' if math.isinf(f['max_speedup']) else fmt_x(f['max_speedup'])})")
+        line.append(accuracy_range([base] + [r for r in mine if r["stage"] == "03_openmp"]))
         t = fit.get("thesis")
         line.append(f"{t['sequential_s']:g} s; {t['openmp_s']:g} s on {t['threads']} thr ({fmt_x(t['speedup'])}, "
                     f"p = {t['p']:.3f})" if t else "not transcribed")
@@ -190,6 +191,14 @@ def accuracy_cell(row):
     return f"{100 * row['test_accuracy']:.2f}% ({len(row.get('epoch_seconds') or [])} ep)"
 
 
+def accuracy_range(rows):
+    """The test accuracy of the runs done among `rows`: one figure when they agree, else the range."""
+    accs = sorted({r["test_accuracy"] for r in rows if r and r["status"] == "ok" and r.get("test_accuracy") is not None})
+    if not accs:
+        return "-"
+    return f"{100 * accs[0]:.2f}%" if len(accs) == 1 else f"{100 * accs[0]:.2f}% to {100 * accs[-1]:.2f}%"
+
+
 def same_network_line(rows, models):
     """Whether the stages that trained a model for as many epochs end at one test accuracy (the thesis's claim
     that every implementation computes the same network), model by model."""
@@ -218,7 +227,7 @@ def same_network_line(rows, models):
 def e3(payload):
     rows = payload["rows"]
     heads = ["model", "MFLOP an image", "stage 05", "stage 06, graph on", "stage 06, graph off",
-             "05 / 06 (graph on)", "05 / 06 (graph off)"]
+             "05 / 06 (graph on)", "05 / 06 (graph off)", "test accuracy (05; 06 on; 06 off)"]
     cross = payload["crossover"]
     body = []
     for m in payload["models"]:
@@ -228,7 +237,9 @@ def e3(payload):
         ratio = {k: next((x["ratio"] for x in v["ratios"] if x["model"] == m), None) for k, v in cross.items()}
         body.append([f"{m} ({input_text(m)})", f"{studies.THESIS_MODELS[m]['flops'] / 1e6:.1f}", cell(get("05_im2col_gemm")),
                      cell(get("06_cudnn", "graph on")), cell(get("06_cudnn", "graph off")),
-                     fmt_x(ratio.get("graph on")), fmt_x(ratio.get("graph off"))])
+                     fmt_x(ratio.get("graph on")), fmt_x(ratio.get("graph off")),
+                     "; ".join(accuracy_cell(r) for r in (get("05_im2col_gemm"), get("06_cudnn", "graph on"),
+                                                          get("06_cudnn", "graph off")))])
     out = ["Seconds of one epoch of the thesis (batch 32); 05 / 06 above 1x: cuDNN is faster. Stage 05 has no CUDA "
            "graph of its own (stage 06 brought the graph): its steps are launched call by call, as stage 06's with "
            "`--graph off`.", ""] + md_table(heads, body) + [""]
