@@ -178,7 +178,8 @@ def gpu_of(runs):
 def header_lines(info, args, command, date, what):
     lines = [f"{what}",
              f"machine: {machine.machine_line(info)}",
-             f"build:   {info['build_dir']} ({info.get('build_type') or '?'} build, git {info.get('git') or '?'})",
+             f"build:   {info['build_dir']} ({info.get('build_type') or '?'} build, git {info.get('git') or '?'}"
+             + (f", source tree {info['source_tree']}" if info.get("source_tree") else "") + ")",
              f"date:    {date}",
              f"command: {command}"]
     if info.get("peer"):

@@ -1,5 +1,6 @@
 """What the figures were measured on: CPU, cores, memory, OS, build, date, and the command."""
 import datetime
+import hashlib
 import os
 import platform
 import re
@@ -99,6 +100,37 @@ def git_revision(root):
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
+
+
+# What a run's code is made of: every file of these, tracked by git or new and not ignored.
+SOURCE_PARTS = ("CMakeLists.txt", "CMakePresets.json", "cmake", "common", "solutions", "exercises", "stages",
+                "tests", "benchmarks", "tools")
+
+
+def source_tree_hash(root):
+    """A hash of the source as it is on disk (16 hex digits): the path and content of every file under
+    SOURCE_PARTS that git tracks or would track, changes not committed included, so that a copy of the tree
+    with uncommitted changes is still told apart from its commit ("git describe --dirty" says only that it
+    differs). Without git, every file under SOURCE_PARTS. None where nothing can be read."""
+    root = Path(root)
+    try:
+        out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z", "--", *SOURCE_PARTS], cwd=root,
+                             capture_output=True, timeout=30)
+        names = sorted(n for n in out.stdout.decode().split("\0") if n) if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        names = None
+    if names is None:
+        names = sorted(str(p.relative_to(root)) for part in SOURCE_PARTS for p in
+                       ([root / part] if (root / part).is_file() else (root / part).rglob("*")) if p.is_file())
+    digest = hashlib.sha256()
+    for name in names:
+        path = root / name
+        if not path.is_file():  # listed by git, deleted on disk
+            continue
+        digest.update(name.encode() + b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()[:16] if names else None
 
 
 def load_average():
@@ -243,6 +275,7 @@ def machine_info(root, build_dir, gpu=None):
         "cxx_compiler": cache.get("CMAKE_CXX_COMPILER"),
         "native": cache.get("COURSE_NATIVE"),
         "git": git_revision(root),
+        "source_tree": source_tree_hash(root),
     }
 
 

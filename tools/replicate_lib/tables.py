@@ -79,7 +79,8 @@ def header(payload):
         lines.append(f"- Other programs kept {info['other_cores_during']:g} cores busy on average during the run "
                      f"({info.get('watched_seconds', '?')} s).")
     lines.append(f"- Date: {payload.get('date', '?')}. Build: {info.get('build_dir', '?')} "
-                 f"({info.get('build_type') or '?'}, git {info.get('git') or '?'}).")
+                 f"({info.get('build_type') or '?'}, git {info.get('git') or '?'}; source tree "
+                 f"{info.get('source_tree') or 'not recorded'}).")
     lines.append(f"- Command: `{payload.get('command', '?')}`")
     return lines
 

@@ -194,3 +194,46 @@ class TrainerComparisonUsesTheWatch(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class SourceTreeHash(unittest.TestCase):
+    """The hash that names the code a run was built from, uncommitted changes included."""
+
+    def tree(self, tmp, git):
+        root = Path(tmp)
+        (root / "common").mkdir()
+        (root / "common" / "a.cpp").write_text("int a = 1;\n")
+        (root / "CMakeLists.txt").write_text("project(x)\n")
+        (root / "build").mkdir()
+        (root / "build" / "out.o").write_text("object\n")  # not a source part: never counted
+        if git:
+            import subprocess
+            subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+            (root / ".gitignore").write_text("build/\ncommon/*.log\n")
+            subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+            subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"], cwd=root,
+                           check=True)
+        return root
+
+    def check(self, git):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = self.tree(tmp, git)
+            first = machine.source_tree_hash(root)
+            self.assertRegex(first, r"^[0-9a-f]{16}$")
+            self.assertEqual(machine.source_tree_hash(root), first, "the same files, the same hash")
+            (root / "build" / "out.o").write_text("another object\n")
+            self.assertEqual(machine.source_tree_hash(root), first, "a build output is not source")
+            if git:
+                (root / "common" / "run.log").write_text("ignored\n")
+                self.assertEqual(machine.source_tree_hash(root), first, "a file git ignores is not source")
+            (root / "common" / "a.cpp").write_text("int a = 2;\n")
+            changed = machine.source_tree_hash(root)
+            self.assertNotEqual(changed, first, "an uncommitted change changes the hash")
+            (root / "common" / "new.hpp").write_text("// new\n")
+            self.assertNotEqual(machine.source_tree_hash(root), changed, "a new file not committed counts")
+
+    def test_in_a_git_checkout(self):
+        self.check(git=True)
+
+    def test_without_git(self):
+        self.check(git=False)
