@@ -162,12 +162,14 @@ def e2(payload):
     omp = next((r for r in rows if r["stage"] == "03_openmp" and r.get("threads")), None)
     heads = ["model"] + [STAGE_NAMES[s] + (f", {omp['threads']} thr" if s == "03_openmp" and omp else "")
                          for s in payload["stages"]] + ["the thesis"]
+    def run(m, s):
+        return next((r for r in rows if r["model"] == m and r["stage"] == s), None)
+
     body = []
     for m in models:
         line = [f"{m} ({input_text(m)})"]
         for s in payload["stages"]:
-            r = next((r for r in rows if r["model"] == m and r["stage"] == s), None)
-            line.append(cell(r, "speedup_vs_openmp" if s not in ("02_conv_pool", "03_openmp") else None))
+            line.append(cell(run(m, s), "speedup_vs_openmp" if s not in ("02_conv_pool", "03_openmp") else None))
         t = studies.THESIS_OPENMP.get(m)
         line.append(f"OpenMP {t['openmp_s']:g} s; the rest not transcribed" if t else "not transcribed")
         body.append(line)
@@ -178,8 +180,8 @@ def e2(payload):
     if reused:
         out.append("Stages 02 and 03: the runs of E1 (the same runs, not repeated).")
     out += ["", "Test accuracy after the last epoch of the same runs (in brackets: the epochs trained):", ""]
-    out += md_table(heads[:-1], [[f"{m} ({input_text(m)})"] + [accuracy_cell(next(
-        (r for r in rows if r["model"] == m and r["stage"] == s), None)) for s in payload["stages"]] for m in models])
+    out += md_table(heads[:-1], [[f"{m} ({input_text(m)})"] + [accuracy_cell(run(m, s)) for s in payload["stages"]]
+                                 for m in models])
     out += ["", same_network_line(rows, models), ""]
     return out + images_note(payload) + skipped_lines(rows) + [sentence(studies.THESIS_FIG53_NOTE)]
 
