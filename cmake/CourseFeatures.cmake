@@ -160,7 +160,12 @@ if(COURSE_ENABLE_CUDA AND COURSE_SANITIZE STREQUAL "")
     # Line numbers of device code (no change to the code generated): a fault
     # found by compute-sanitizer is then reported at its file and line.
     add_compile_options($<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
-    set(CMAKE_CUDA_STANDARD 17)
+    # CMake 3.25 (Debian 12's) does not yet know nvcc's flag for C++20 (3.26 does): give it.
+    if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    endif()
+    set(CMAKE_CUDA_STANDARD 20)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit QUIET)
     if(CUDAToolkit_FOUND)

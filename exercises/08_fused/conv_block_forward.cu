@@ -36,14 +36,7 @@ ConvForwardArgs plan_conv_block_forward(const ConvBlockShape& s, int B, const fl
   require(b, "b", "plan_conv_block_forward");
   require(y, "y", "plan_conv_block_forward");
   if (s.Q > 1) require(argmax, "argmax", "plan_conv_block_forward");
-  ConvForwardArgs a{};
-  a.s = s;
-  a.B = B;
-  a.x = x;
-  a.w = w;
-  a.b = b;
-  a.y = y;
-  a.argmax = argmax;
+  ConvForwardArgs a{.s = s, .B = B, .x = x, .w = w, .b = b, .y = y, .argmax = argmax};
   // TODO(Task 8.1): cut the output y into blocks: a tile of at most kConvSlots positions per plane (tile_w at most 16 columns), as many images as fill the slots, kConvGroup filters per block, the spare slots splitting the channel sums, and the input channels staged in as few passes as kFusedSharedBudget allows
   // HINT: halve the images per block while there are fewer than target_blocks blocks, so that small layers still spread over the GPU.
   // HINT: shared memory per staged channel: images * (tile_h Q + K - 1) * (tile_w Q + K - 1) input cells plus K * K * kConvGroup weights.

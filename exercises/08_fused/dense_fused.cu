@@ -47,17 +47,8 @@ DenseForwardArgs plan_dense_forward(int B, int IN, int OUT, FusedAct act, const 
   require(w, "w", "plan_dense_forward");
   require(b, "b", "plan_dense_forward");
   require(y, "y", "plan_dense_forward");
-  DenseForwardArgs a{};
-  a.B = B;
-  a.IN = IN;
-  a.OUT = OUT;
-  a.act = act;
-  a.x = x;
-  a.w = w;
-  a.b = b;
-  a.y = y;
-  a.partials = partials;
-  a.counters = counters;
+  DenseForwardArgs a{.B = B, .IN = IN, .OUT = OUT, .act = act, .x = x, .w = w, .b = b, .y = y,
+                     .partials = partials, .counters = counters};
   // TODO(Task 8.4): tiles of kDenseTile x kDenseTile outputs; split the sum over IN into as many slices (each at least kDenseMinSlice long, at most max_k_slices of them) as bring the blocks up to target_blocks
   // HINT: k_len = ceil(IN / slices), and then k_slices = ceil(IN / k_len), so that no slice is empty.
   throw course::NotImplemented("Task 8.4", "08_fused/dense_fused.cu", "docs/lessons/08_fused.md");
@@ -83,18 +74,8 @@ DenseBackwardArgs plan_dense_backward(int B, int IN, int OUT, FusedAct act, cons
   require(dy, "dy", "plan_dense_backward");
   require(dw_partials, "dw_partials", "plan_dense_backward");
   require(db_partials, "db_partials", "plan_dense_backward");
-  DenseBackwardArgs a{};
-  a.B = B;
-  a.IN = IN;
-  a.OUT = OUT;
-  a.act = act;
-  a.x = x;
-  a.w = w;
-  a.y = y;
-  a.dy = dy;
-  a.dw_partials = dw_partials;
-  a.db_partials = db_partials;
-  a.dx = dx;
+  DenseBackwardArgs a{.B = B, .IN = IN, .OUT = OUT, .act = act, .x = x, .w = w, .y = y, .dy = dy,
+                      .dw_partials = dw_partials, .db_partials = db_partials, .dx = dx};
   // TODO(Task 8.5): one weight-gradient block per (slice of kDenseRowsPerSlice examples, output tile, input tile), then, when dx is wanted, one input-gradient block per (row tile, input tile); shared memory for the larger of the two parts
   throw course::NotImplemented("Task 8.5", "08_fused/dense_fused.cu", "docs/lessons/08_fused.md");
   return a;

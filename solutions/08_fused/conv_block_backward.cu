@@ -39,17 +39,8 @@ ConvBackwardArgs plan_conv_block_backward(const ConvBlockShape& s, int B, const 
   if (s.Q > 1) require(argmax, "argmax");
   if (dw_partials == nullptr && dx == nullptr)
     throw std::invalid_argument("plan_conv_block_backward: neither dw_partials nor dx is given: nothing to compute");
-  ConvBackwardArgs a{};
-  a.s = s;
-  a.B = B;
-  a.x = x;
-  a.w = w;
-  a.y = y;
-  a.argmax = argmax;
-  a.dy = dy;
-  a.dw_partials = dw_partials;
-  a.db_partials = db_partials;
-  a.dx = dx;
+  ConvBackwardArgs a{.s = s, .B = B, .x = x, .w = w, .y = y, .argmax = argmax, .dy = dy,
+                     .dw_partials = dw_partials, .db_partials = db_partials, .dx = dx};
   const int taps = s.K * s.K;
   int weight_smem = 0, input_smem = 0;
   if (dw_partials != nullptr) {

@@ -8,19 +8,9 @@
 namespace course {
 
 ConvBlockShape make_conv_block_shape(int C, int H, int W, int F, int K, int P, int Q, FusedAct act) {
-  ConvBlockShape s{};
-  s.C = C;
-  s.H = H;
-  s.W = W;
-  s.F = F;
-  s.K = K;
-  s.P = P;
-  s.Q = Q;
-  s.act = act;
-  s.Ho = H + 2 * P - K + 1;
-  s.Wo = W + 2 * P - K + 1;
-  s.Hq = Q > 0 ? s.Ho / Q : 0;
-  s.Wq = Q > 0 ? s.Wo / Q : 0;
+  const int Ho = H + 2 * P - K + 1, Wo = W + 2 * P - K + 1;
+  const ConvBlockShape s{.C = C, .H = H, .W = W, .F = F, .K = K, .P = P, .Q = Q, .act = act, .Ho = Ho, .Wo = Wo,
+                         .Hq = Q > 0 ? Ho / Q : 0, .Wq = Q > 0 ? Wo / Q : 0};
   if (C < 1 || H < 1 || W < 1 || F < 1 || P < 0)
     throw std::invalid_argument(describe(s) + ": every size must be at least 1 and the padding at least 0");
   if (K != 1 && K != 3 && K != 5)

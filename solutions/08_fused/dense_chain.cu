@@ -169,19 +169,9 @@ DenseChainArgs plan_dense_chain(int B, const ChainLayer* layers, int L, FusedLos
                                 std::to_string(batch));
   if (x == nullptr || loss_sum == nullptr || correct == nullptr || step == nullptr)
     throw std::invalid_argument("plan_dense_chain: x, step, loss_sum and correct must not be null");
-  DenseChainArgs a{};
-  a.B = B;
-  a.L = L;
-  a.loss = loss;
+  DenseChainArgs a{.B = B, .L = L, .loss = loss, .images = images, .labels = labels, .order = order, .step = step,
+                   .batch = batch, .x = x, .loss_sum = loss_sum, .correct = correct};
   std::copy(layers, layers + L, a.layer);
-  a.images = images;
-  a.labels = labels;
-  a.order = order;
-  a.step = step;
-  a.batch = batch;
-  a.x = x;
-  a.loss_sum = loss_sum;
-  a.correct = correct;
   // Each cluster reads every W once for its rows: the more rows a cluster, the fewer times W is read. But
   // the fewer clusters too: as many rows as leave at least min_blocks blocks (one per multiprocessor) and fit.
   const int spread = min_blocks > 0 ? B * kChainCluster / min_blocks : B;

@@ -111,13 +111,7 @@ DenseChainUpdateArgs plan_dense_chain_update(int B, const ChainLayer* layers, in
   check_chain_layers(layers, L, "plan_dense_chain_update");
   if (B < 1 || x == nullptr || params == nullptr || velocity == nullptr || hyper == nullptr)
     throw std::invalid_argument("plan_dense_chain_update: a batch of at least 1 and x, params, velocity, hyper");
-  DenseChainUpdateArgs a{};
-  a.B = B;
-  a.L = L;
-  a.params = params;
-  a.velocity = velocity;
-  a.hyper = hyper;
-  a.step = step;
+  DenseChainUpdateArgs a{.B = B, .L = L, .params = params, .velocity = velocity, .hyper = hyper, .step = step};
   int blocks = 0;
   for (int l = 0; l < L; ++l) {
     ChainUpdateLayer& u = a.layer[l];

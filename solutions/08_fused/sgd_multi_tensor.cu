@@ -24,14 +24,8 @@ SgdArgs plan_sgd_multi_tensor(float* params, float* velocity, const SgdTensor* t
                                 " tensors, " + std::to_string(total) + " parameters)");
   if (params == nullptr || velocity == nullptr || tensors == nullptr || hyper == nullptr)
     throw std::invalid_argument("plan_sgd_multi_tensor: params, velocity, tensors and hyper must not be null");
-  SgdArgs a{};
-  a.params = params;
-  a.velocity = velocity;
-  a.tensors = tensors;
-  a.tensor_count = tensor_count;
-  a.total = total;
-  a.hyper = hyper;
-  a.step = step;
+  SgdArgs a{.params = params, .velocity = velocity, .tensors = tensors, .tensor_count = tensor_count,
+            .total = total, .hyper = hyper, .step = step};
   // BEGIN Task 8.7: one thread per parameter
   a.blocks = static_cast<int>((total + kFusedThreads - 1) / kFusedThreads);
   // END Task 8.7

@@ -44,22 +44,9 @@ HeadArgs plan_softmax_head(int B, int IN, int K, FusedLoss loss, const float* x,
     require(dw_partials, "dw_partials");
     require(db_partials, "db_partials");
   }
-  HeadArgs a{};
-  a.B = B;
-  a.IN = IN;
-  a.K = K;
-  a.loss = loss;
-  a.x = x;
-  a.w = w;
-  a.b = b;
-  a.labels = labels;
-  a.loss_sum = loss_sum;
-  a.correct = correct;
-  a.predictions = predictions;
-  a.train = train;
-  a.dw_partials = dw_partials;
-  a.db_partials = db_partials;
-  a.dx = dx;
+  HeadArgs a{.B = B, .IN = IN, .K = K, .loss = loss, .x = x, .w = w, .b = b, .labels = labels,
+             .loss_sum = loss_sum, .correct = correct, .predictions = predictions, .train = train,
+             .dw_partials = dw_partials, .db_partials = db_partials, .dx = dx};
   // BEGIN Task 8.6: one block per kHeadRows examples (so dW has as many slices), with room in shared memory for dL/dz of its rows
   a.blocks = (B + kHeadRows - 1) / kHeadRows;
   a.smem_bytes = 4 * kHeadRows * K;
