@@ -2,7 +2,7 @@
 # Copies GoogleTest, GoogleMock and Google Benchmark (headers, libraries and
 # their CMake package files) from this Debian machine into .carry/prefix, for a
 # GPU machine that has no package manager. CMake finds them there with
-# -DCMAKE_PREFIX_PATH=$PWD/.carry/prefix (tools/gpu/stage04.sh passes it).
+# -DCMAKE_PREFIX_PATH=$PWD/.carry/prefix (tools/gpu/stage.sh 04 passes it).
 #
 #   tools/gpu/carry_test_libs.sh          (needs libgtest-dev libgmock-dev libbenchmark-dev)
 #

@@ -13,12 +13,8 @@ cd "$(dirname "$0")/../.."
 MODE=${1:-verify}
 OUT=${OUT:-$PWD/out-gpu}
 mkdir -p "$OUT/figures"
-BUILD=build/gpu
-BIN=$BUILD/bin
 DEADLINE=${DEADLINE:-555}
 LOG=$OUT/all.log
-SUMMARY=()
-: >"$LOG"
 STEP_MIN_LEFT=10
 . tools/gpu/steps.sh
 

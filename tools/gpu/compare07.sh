@@ -14,11 +14,8 @@ set -u -o pipefail
 cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-$PWD/out-gpu}
 mkdir -p "$OUT"
-BUILD=build/gpu
 DEADLINE=${DEADLINE:-540}
 LOG=$OUT/compare07.log
-SUMMARY=()
-: >"$LOG"
 . tools/gpu/steps.sh
 PREFIX=$PWD/.carry/prefix
 

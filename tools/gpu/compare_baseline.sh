@@ -17,13 +17,10 @@ set -u -o pipefail
 cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-$PWD/out-baseline}
 mkdir -p "$OUT"
-BUILD=${BUILD:-build/gpu}
 DEADLINE=${DEADLINE:-560}
 STAGES=${STAGES:-04,05,06,07,08}
 MODELS=${MODELS:-mlp,cnn}
 LOG=$OUT/compare_baseline.log
-SUMMARY=()
-: >"$LOG"
 . tools/gpu/steps.sh
 BASE=/tmp/course-baseline
 TARBALL=.carry/baseline.tgz

@@ -17,11 +17,8 @@ cd "$(dirname "$0")/../.."
 MODE=${1:-all}
 OUT=${OUT:-$PWD/out-learner}
 mkdir -p "$OUT"
-BUILD=build/gpu
 DEADLINE=${DEADLINE:-560}
 LOG=$OUT/learner_checks_$MODE.log
-SUMMARY=()
-: >"$LOG"
 . tools/gpu/steps.sh
 
 GENERATOR=()

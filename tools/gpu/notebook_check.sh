@@ -20,7 +20,7 @@
 #
 # What the machine lacks comes as for the other scripts here, through CMAKE_PREFIX_PATH (which CMake and the
 # notebook's install cell both read): GoogleTest from .carry/prefix (tools/gpu/carry_test_libs.sh); NCCL, where
-# the system has no nccl.h, from PyTorch's wheel with its header or .carry/include's (as tools/gpu/stage09.sh).
+# the system has no nccl.h, from PyTorch's wheel with its header or .carry/include's (as tools/gpu/stage.sh 09).
 # CLI11 and nlohmann-json in .carry/include are found by the configure step itself.
 set -u -o pipefail
 cd "$(dirname "$0")/../.." || exit 1

@@ -22,13 +22,10 @@ set -u -o pipefail
 cd "$(dirname "$0")/../.."
 MODE=${1:-all}
 OUT=${OUT:-$PWD/results/pytorch_peer}
-BUILD=${BUILD:-build/gpu}
 DEADLINE=${DEADLINE:-540}
 LOG=$OUT/pytorch_peer.log
 EPOCHS=${EPOCHS:-3}
-SUMMARY=()
 mkdir -p "$OUT"
-: >"$LOG"
 STEP_MIN_LEFT=10
 . tools/gpu/steps.sh
 

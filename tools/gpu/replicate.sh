@@ -27,12 +27,9 @@ MODE=${1:-all}
 [ $# -gt 0 ] && shift
 OUT=${OUT:-$PWD/out-gpu}
 mkdir -p "$OUT"
-BUILD=${BUILD:-build/gpu}
 NAME=${REPLICATE_NAME:-h100}
 DEADLINE=${DEADLINE:-560}
 LOG=$OUT/replicate.log
-SUMMARY=()
-: >"$LOG"
 . tools/gpu/steps.sh
 
 say "replicate $MODE on $(hostname), $(date -u +%FT%TZ), git $(git describe --always --dirty 2>/dev/null || echo '?')"

@@ -20,12 +20,8 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 OUT=${OUT:-$PWD/out-robustness}
 mkdir -p "$OUT"
-BUILD=build/gpu
-BIN=$BUILD/bin
 DEADLINE=${DEADLINE:-420}
 LOG=$OUT/all.log
-SUMMARY=()
-: >"$LOG"
 STEP_MIN_LEFT=10
 . tools/gpu/steps.sh
 

@@ -1,13 +1,19 @@
-# Sourced by the GPU machine's scripts (check_all.sh, stage_lib.sh for stage04.sh ... stage09.sh, and others):
+# Sourced by the GPU machine's scripts (check_all.sh, stage.sh, and others):
 # bounded, timed steps with one summary line each.
 # shellcheck shell=bash
 #
-# The caller sets LOG (the log file), DEADLINE (seconds since the script began by
-# which every step must be done) and SUMMARY=() before the first step;
+# The caller sets LOG (the log file, emptied here) and DEADLINE (seconds since the
+# script began by which every step must be done) before sourcing this file, and may
+# set BUILD (default build/gpu; BIN is its bin/);
 # STEP_WIDTH (the name column, default 34) and STEP_MIN_LEFT (below this many
 # seconds left a step is skipped, default 15) are optional. STEP_DRY_RUN=1 logs
 # each step's command instead of running it: a script's plumbing checked on a
 # machine without a GPU.
+
+BUILD=${BUILD:-build/gpu}
+BIN=${BIN:-$BUILD/bin}
+SUMMARY=()
+: >"$LOG"
 
 say() { echo "$*" | tee -a "$LOG"; }
 

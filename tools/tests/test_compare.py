@@ -626,7 +626,7 @@ class MatmulSweep(unittest.TestCase):
         self.assertEqual(sweeps.interpret_matmul(0, "table", "", rows)["status"], "ok")
 
 
-# From the H100 run of 2026-11-24 (tools/gpu/stage07.sh perf: .sample/sweep_square.csv and
+# From the H100 run of 2026-11-24 (tools/gpu/stage.sh 07 perf: .sample/sweep_square.csv and
 # sweep_course.csv, s07_matmul_sweep --csv), a few rows as they were written.
 FAST_GEMM_CSV = """table,shape,M,N,K,trans_a,trans_b,split_k,contender,precision,median_us,gflops,fraction_of_cublas,rel_error
 square,"128 NN",128,128,128,0,0,0,"0 cuBLAS fp32",fp32,13.6,308.405,1,0

@@ -1,4 +1,4 @@
-"""The GPU machine's stage scripts (tools/gpu/stage04.sh ... stage09.sh over tools/gpu/stage_lib.sh), checked
+"""The GPU machine's stage script (tools/gpu/stage.sh NN, each stage's own runs in tools/gpu/stages/NN.sh), checked
 where no GPU is: each parses (bash -n); stage 04's runs end to end as a dry run (STEP_DRY_RUN=1: every step's
 command logged, none run), naming the stage's folder, targets and proof from the stage list; and the epoch
 lines of a trainer's JSON (tools/gpu/epoch_lines.py).
@@ -22,15 +22,21 @@ import epoch_lines  # noqa: E402
 
 class StageScripts(unittest.TestCase):
     def test_every_stage_script_parses(self):
-        scripts = sorted(GPU.glob("stage0*.sh")) + [GPU / "stage_lib.sh", GPU / "steps.sh"]
+        scripts = sorted((GPU / "stages").glob("*.sh")) + [GPU / "stage.sh", GPU / "steps.sh"]
         self.assertEqual(len(scripts), 8)
         for script in scripts:
             proc = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
             self.assertEqual(proc.returncode, 0, f"{script.name}: {proc.stderr}")
 
+    def test_a_stage_without_runs_is_refused_with_the_list(self):
+        for args in ([], ["03"], ["4"]):
+            proc = subprocess.run(["bash", str(GPU / "stage.sh"), *args], capture_output=True, text=True, timeout=30)
+            self.assertEqual(proc.returncode, 2, args)
+            self.assertIn("NN one of: 04 05 06 07 08 09", proc.stderr)
+
     def test_stage04_dry_run(self):
         with tempfile.TemporaryDirectory() as out:
-            proc = subprocess.run(["bash", str(GPU / "stage04.sh")], capture_output=True, text=True, timeout=120,
+            proc = subprocess.run(["bash", str(GPU / "stage.sh"), "04"], capture_output=True, text=True, timeout=120,
                                   env=dict(os.environ, STEP_DRY_RUN="1", OUT=out))
             self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
             self.assertEqual(sorted(os.listdir(out)), ["results.tar.gz", "stage04.log"])

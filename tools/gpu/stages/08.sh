@@ -1,4 +1,5 @@
-#!/usr/bin/env bash
+# shellcheck shell=bash
+# Sourced by tools/gpu/stage.sh 08, which has read the stage's folder and targets from the stage list.
 # Stage 08 (08_fused) on the GPU machine, in one call: configure and build what it
 # needs, the tests, the trainer beside stage 06 on the same work (cnn, cnn-deep and
 # the mlp at batch 64; 15 epochs of cnn for the accuracy target), the benchmark,
@@ -6,9 +7,9 @@
 # racecheck and synccheck on bounded subsets, and the exercise proof. Every step is
 # timed and bounded (tools/gpu/steps.sh), all of it by STAGE08_DEADLINE (470 s): a step
 # that would start after it is listed as skipped in the summary. What every stage's run
-# shares is tools/gpu/stage_lib.sh.
+# shares is tools/gpu/stage.sh.
 #
-#   OUT=/some/folder tools/gpu/stage08.sh        (run from anywhere; it works in the repository root)
+#   OUT=/some/folder tools/gpu/stage.sh 08        (run from anywhere; it works in the repository root)
 #
 # Needs: nvcc, cmake (ninja if there), CUPTI (with the CUDA toolkit) for the traces;
 # CLI11 and nlohmann-json in .carry/include; GoogleTest and Google Benchmark where
@@ -21,10 +22,7 @@
 #   bench.json       Google Benchmark's figures of one training step (BM_TrainStep_CNN, ... as stages 05 and 06)
 #   bench_s06.json   stage 06's BM_TrainStep_* on the same machine, in the same run
 #   results.tar.gz   the trainers' JSON files, the traces and their tables, the test report, the sanitizer logs
-set -u -o pipefail
-# shellcheck source=tools/gpu/stage_lib.sh
-. "$(dirname "$0")/stage_lib.sh"
-stage_begin 08 470
+stage_begin 470
 
 # ---- build: the solution track first; the exercise track later, beside the sanitizers.
 # Warnings are errors on the development machine; another compiler here must not stop the measurements.

@@ -1,10 +1,11 @@
-#!/usr/bin/env bash
+# shellcheck shell=bash
+# Sourced by tools/gpu/stage.sh 05, which has read the stage's folder and targets from the stage list.
 # Stage 05 on the GPU machine, in one call: configure, build, test, sanitize,
 # benchmark, train on Fashion-MNIST and prove the exercise holes. Every step is
 # timed and bounded so the whole run stays under 8 minutes (what every stage's
-# run shares: tools/gpu/stage_lib.sh).
+# run shares: tools/gpu/stage.sh).
 #
-#   OUT=/some/folder tools/gpu/stage05.sh        (run from anywhere; it works in the repository root)
+#   OUT=/some/folder tools/gpu/stage.sh 05        (run from anywhere; it works in the repository root)
 #
 # Needs: nvcc and cmake (the GPU image has both); CLI11 and nlohmann-json in
 # .carry/include; GoogleTest and Google Benchmark where CMake finds them (the
@@ -18,11 +19,8 @@
 #   bench_compare.json  the same without the /manual_time suffix, so that
 #                       compare.py benchmarks s02.json bench_compare.json lines them up with stage 02
 #   results.tar.gz      the trainer's JSON files, the test report, the sanitizer logs
-set -u -o pipefail
-# shellcheck source=tools/gpu/stage_lib.sh
-. "$(dirname "$0")/stage_lib.sh"
 STEP_WIDTH=30
-stage_begin 05 460  # the device call allows 480 for this script
+stage_begin 460  # the device call allows 480 for this script
 stage_configure 150 -DCOURSE_WERROR=ON
 stage_build 300 s05_tests_exercise s05_bench
 stage_tests 180

@@ -1,13 +1,14 @@
-#!/usr/bin/env bash
+# shellcheck shell=bash
+# Sourced by tools/gpu/stage.sh 06, which has read the stage's folder and targets from the stage list.
 # Stage 06 (06_cudnn) on a GPU machine, in one call: configure and build, the
 # tests, the benchmarks, the trainer (CNN with and without the CUDA graph,
 # per-layer profiles of cnn and cnn-deep beside stage 05's), compute-sanitizer
 # memcheck on the layer and graph tests, and the exercise proof. Every step is
-# timed and bounded (what every stage's run shares: tools/gpu/stage_lib.sh); a
+# timed and bounded (what every stage's run shares: tools/gpu/stage.sh); a
 # summary table comes last. About 5 to 8 minutes on an H100 with 16 cores.
 #
-#   OUT=/some/folder tools/gpu/stage06.sh        (run from anywhere; default folder: out-stage06)
-#   tools/gpu/stage06.sh --prepare-carry         on the development machine: tools/gpu/carry_test_libs.sh
+#   OUT=/some/folder tools/gpu/stage.sh 06        (run from anywhere; default folder: out-stage06)
+#   tools/gpu/stage.sh 06 --prepare-carry         on the development machine: tools/gpu/carry_test_libs.sh
 #
 # What the machine needs besides CUDA, cuDNN and CMake:
 #   .carry/include     CLI11 and nlohmann-json headers (and zlib.h)
@@ -17,13 +18,10 @@
 #
 # What comes back under $OUT: stage06.log (everything, the summary at its end), s06_bench.json, and
 # results.tar.gz (the trainer's JSON files, the test report, the memcheck log).
-set -u -o pipefail
 if [ "${1:-}" = "--prepare-carry" ]; then
   exec "$(dirname "$0")/carry_test_libs.sh"
 fi
-# shellcheck source=tools/gpu/stage_lib.sh
-. "$(dirname "$0")/stage_lib.sh"
-stage_begin 06 560
+stage_begin 560
 grep -h "define CUDNN_M\(AJOR\|INOR\)\|define CUDNN_PATCHLEVEL" /usr/include/x86_64-linux-gnu/cudnn_version*.h \
   /usr/include/cudnn_version*.h /usr/local/cuda/include/cudnn_version*.h 2>/dev/null | sort -u | tee -a "$LOG"
 

@@ -1,10 +1,11 @@
-#!/usr/bin/env bash
+# shellcheck shell=bash
+# Sourced by tools/gpu/stage.sh 04, which has read the stage's folder and targets from the stage list.
 # Stage 04 on the GPU machine, in one call: configure, build, test, train,
 # sweep the matmul kernels, sanitize, benchmark and prove the exercise holes.
 # Every step is timed and bounded so the whole run stays under 8 minutes
-# (what every stage's run shares: tools/gpu/stage_lib.sh).
+# (what every stage's run shares: tools/gpu/stage.sh).
 #
-#   OUT=/some/folder tools/gpu/stage04.sh        (run from anywhere; it works in the repository root)
+#   OUT=/some/folder tools/gpu/stage.sh 04        (run from anywhere; it works in the repository root)
 #
 # Needs: nvcc and cmake (the GPU image has both); CLI11 and nlohmann-json in
 # .carry/include; GoogleTest and Google Benchmark where CMake finds them (the
@@ -17,11 +18,8 @@
 #   matmul_sweep.csv  every kernel at every size (and the MLP's GEMMs): GFLOP/s, % of cuBLAS, error
 #   bench.json        Google Benchmark's figures (BM_Matmul, BM_Dense*, BM_TrainStep_MLP*)
 #   results.tar.gz    the trainer's JSON files, the test report, the sanitizer logs
-set -u -o pipefail
-# shellcheck source=tools/gpu/stage_lib.sh
-. "$(dirname "$0")/stage_lib.sh"
 STEP_WIDTH=28
-stage_begin 04 460  # the device call allows 480 for this script
+stage_begin 460  # the device call allows 480 for this script
 stage_configure 150 -DCOURSE_WERROR=ON
 stage_build 300 s04_tests_exercise s04_bench s04_matmul_sweep
 stage_tests 180

@@ -1,9 +1,14 @@
-# Sourced by tools/gpu/stage04.sh ... stage09.sh: what every stage's run on the GPU machine does the same way,
-# written once. A stage's script holds only its own runs:
+#!/usr/bin/env bash
+# One stage on the GPU machine, in one bounded call of the device tool: configure, build, tests, the
+# stage's trainer runs and sweeps, compute-sanitizer, benchmarks, the exercise proof, a summary.
 #
-#   . "$(dirname "$0")/stage_lib.sh"
-#   stage_begin 05 460                  the stage (its folder, targets and proof follow from the stage list:
-#                                       stages/05_*), the deadline (STAGE05_DEADLINE overrides it), the header
+#   OUT=/some/folder tools/gpu/stage.sh NN [ARGS...]      NN: 04 ... 09; ARGS go to the stage's runs
+#
+# What every stage does the same way is written here once; a stage's own runs are tools/gpu/stages/NN.sh
+# (sourced, with ARGS as its arguments), which read like this:
+#
+#   stage_begin 460                     the deadline (STAGENN_DEADLINE overrides it) and the header; the
+#                                       stage's folder, targets and proof follow from the stage list (stages/NN_*)
 #   stage_configure 150 -DCOURSE_WERROR=ON
 #   stage_build 300 s05_bench           the stage's trainer and test binaries of both tracks, and these
 #   stage_tests 180                     its test binary, every test, a JSON report
@@ -15,15 +20,15 @@
 #
 # Everything goes to $OUT/stageNN.log (OUT defaults to out-stageNN in the repository root); a step is bounded
 # by its limit and by the deadline (tools/gpu/steps.sh). The stage's files, kept in $WORK, come back in
-# $OUT/results.tar.gz (the device tool returns at most 8 files). Variables a script may read after
+# $OUT/results.tar.gz (the device tool returns at most 8 files). Variables a stage's runs may read after
 # stage_begin: NN, STAGE_ID, ROOT, OUT, WORK, LOG, BUILD, BIN, SANITIZER, GENERATOR, DATA_ARGS, CARRY_ARGS.
-# shellcheck shell=bash
+# STEP_DRY_RUN=1 logs every step's command instead of running it (tools/tests/test_gpu_stage_scripts.py).
+set -u -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
-# stage_begin NN DEADLINE: the stage of the stage list (stages/NN_*), the folders, the log and the machine.
+# stage_begin DEADLINE: the stage of the stage list (stages/NN_*), the folders, the log and the machine.
 stage_begin() {
-  NN=$1
   STAGE_ID=$(cd "$ROOT/stages" && find . -maxdepth 1 -type d -name "${NN}_*" | sed 's#^\./##' | head -n 1)
   if [ -z "$STAGE_ID" ]; then
     echo "no stage $NN: no folder stages/${NN}_* in $ROOT" >&2
@@ -37,7 +42,7 @@ stage_begin() {
   BUILD=build/gpu
   BIN=$BUILD/bin
   local override=STAGE${NN}_DEADLINE
-  DEADLINE=${!override:-$2}  # seconds since the script began; under the device call's limit
+  DEADLINE=${!override:-$1}  # seconds since the script began; under the device call's limit
   SUMMARY=()
   : >"$LOG"
   STEP_WIDTH=${STEP_WIDTH:-34}
@@ -146,3 +151,13 @@ stage_end() {
   rm -rf "$WORK"
   say "logs in $OUT"
 }
+
+NN=${1:-}
+RUNS=$ROOT/tools/gpu/stages/$NN.sh
+if [ -z "$NN" ] || [ ! -f "$RUNS" ]; then
+  echo "usage: tools/gpu/stage.sh NN [ARGS...], NN one of: $(cd "$ROOT/tools/gpu/stages" && ls -- *.sh | sed 's/\.sh$//' | paste -sd ' ')" >&2
+  exit 2
+fi
+shift
+# shellcheck source=/dev/null
+. "$RUNS"

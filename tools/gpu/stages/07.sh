@@ -1,14 +1,15 @@
-#!/usr/bin/env bash
+# shellcheck shell=bash
+# Sourced by tools/gpu/stage.sh 07, which has read the stage's folder and targets from the stage list.
 # Stage 07 (07_fast_gemm) on the GPU machine in one bounded call: build, the tests of
 # stages 04, 05 and 07 (04 and 05 because stage 07 adds to their GEMM and split-K),
 # the exercise proof, the matmul sweep against cuBLAS of each precision, training
 # epochs in FP32, TF32 and BF16, compute-sanitizer on the kernel tests, and Nsight
 # Compute on the best kernels, in three modes that each fit one call (what every
-# stage's run shares: tools/gpu/stage_lib.sh). The log is $OUT/stage07.log; the
+# stage's run shares: tools/gpu/stage.sh). The log is $OUT/stage07.log; the
 # sweeps, trainer JSON and Nsight reports come back in $OUT/results.tar.gz; one
 # summary line per step last.
 #
-#   OUT=/some/folder tools/gpu/stage07.sh [quick|perf|sanitize]
+#   OUT=/some/folder tools/gpu/stage.sh 07 [quick|perf|sanitize]
 #
 # quick:    build, tests, exercise proof, sweep at 1024 to 4096, a few epochs (about 4 minutes on an H100)
 # perf:     build, tests, proof, the full sweep and the course's GEMM shapes, the benchmarks, epochs at
@@ -18,15 +19,12 @@
 #
 # Needs CLI11 and nlohmann-json in .carry/include, GoogleTest and Google Benchmark in
 # .carry/prefix (tools/gpu/carry_test_libs.sh), Fashion-MNIST in data/fashion-mnist.
-set -u -o pipefail
 MODE=${1:-quick}
 case $MODE in
   quick | perf | sanitize) ;;
-  *) echo "usage: tools/gpu/stage07.sh [quick|perf|sanitize]" >&2; exit 2 ;;
+  *) echo "usage: tools/gpu/stage.sh 07 [quick|perf|sanitize]" >&2; exit 2 ;;
 esac
-# shellcheck source=tools/gpu/stage_lib.sh
-. "$(dirname "$0")/stage_lib.sh"
-stage_begin 07 560
+stage_begin 560
 say "mode: $MODE"
 stage_configure 60 -DCOURSE_WERROR=OFF
 stage_build 240 s07_matmul_sweep s07_bench s07_tests_exercise s04_tests_solution s05_tests_solution

@@ -1,4 +1,5 @@
-#!/usr/bin/env bash
+# shellcheck shell=bash
+# Sourced by tools/gpu/stage.sh 09, which has read the stage's folder and targets from the stage list.
 # Stage 09 on a GPU machine, in one call: find NCCL, configure, build what stage
 # 09 needs, run its tests (with one GPU the world-of-one ones; those that need two
 # skip and say so), train with --gpus 1 alone and through the launcher (and, on a
@@ -6,10 +7,10 @@
 # all-reduce schedules), time the all-reduce of every model's gradient, and print a summary. Every step is timed
 # and bounded: about 5 to 6 minutes on an H100 machine with 16 cores, and
 # then, if time is left, the proof that every exercise hole of the stage fails its tests.
-# What every stage's run shares is tools/gpu/stage_lib.sh.
+# What every stage's run shares is tools/gpu/stage.sh.
 #
-#   OUT=/some/folder tools/gpu/stage09.sh        (run from anywhere; it works in the repository root)
-#   OUT=/some/folder STAGE09_PROOF=0 tools/gpu/stage09.sh   on two GPUs: the 13 two-rank runs
+#   OUT=/some/folder tools/gpu/stage.sh 09        (run from anywhere; it works in the repository root)
+#   OUT=/some/folder STAGE09_PROOF=0 tools/gpu/stage.sh 09   on two GPUs: the 13 two-rank runs
 #                                                  take the proof's minutes (a one-GPU call proves it)
 #
 # NCCL: a system NCCL (nccl.h and libnccl.so where CMake looks) is used when
@@ -36,11 +37,8 @@
 # and CUDA shows 1 here") on one GPU and run on two, the epoch lines of s09 --gpus 1 sit beside stage
 # 06's, the sweep ends "every result the mean of the ranks' inputs: yes", and
 # the proof says "5 task(s) proven: 9.1 9.2 9.3 9.4 9.5".
-set -u -o pipefail
-# shellcheck source=tools/gpu/stage_lib.sh
-. "$(dirname "$0")/stage_lib.sh"
 export NCCL_NVLS_ENABLE=0
-stage_begin 09 520  # seconds: under the device call's 10 minutes, with room for the summary
+stage_begin 520  # seconds: under the device call's 10 minutes, with room for the summary
 nvidia-smi topo -m 2>&1 | tee -a "$LOG"
 
 # ---- NCCL: the system's library, else PyTorch's wheel's; the header next to it, else .carry/include's
