@@ -195,6 +195,15 @@ if(COURSE_HAVE_CUDA AND COURSE_EXERCISE_PTX_ONLY)
   list(REMOVE_DUPLICATES COURSE_EXERCISE_CUDA_ARCHITECTURES)
   set(_sm90a_note "${_sm90a_note}; exercise track as PTX only (${COURSE_EXERCISE_CUDA_ARCHITECTURES})")
 endif()
+# The same build has no use for the exercise track's GPU programs: their tests skip without a GPU
+# (tools/prove_exercises.py calls such a task not provable here), and their sources are the
+# solution track's, compiled there. The GPU machine builds them (tools/gpu/learner_checks.sh,
+# tools/gpu/stage.sh), where the proof runs. Off, the exercise track of a GPU stage is its lesson
+# code alone: the holes still compile, in CI, for every stage.
+option(COURSE_EXERCISE_GPU_PROGRAMS "The exercise track's test programs and trainers of the GPU stages (OFF in CI: no GPU to run them)" ON)
+if(COURSE_HAVE_CUDA AND NOT COURSE_EXERCISE_GPU_PROGRAMS)
+  set(_sm90a_note "${_sm90a_note}; no exercise-track programs of the GPU stages")
+endif()
 if(COURSE_HAVE_CUDA)
   message(STATUS "[course] CUDA: found (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES}"
                  "${_sm90a_note}${COURSE_CUDA_ARCH_NOTE})")
