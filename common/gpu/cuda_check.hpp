@@ -154,21 +154,19 @@ class DeviceBuffer {
 
 }  // namespace course
 
-/// Checks a CUDA runtime call: CUDA_CHECK(cudaMemcpy(...)).
-#define CUDA_CHECK(call)                                                                         \
-  do {                                                                                           \
-    const cudaError_t course_err_ = (call);                                                      \
-    if (course_err_ != cudaSuccess)                                                              \
-      ::course::throw_gpu_error(#call, __FILE__, __LINE__, cudaGetErrorString(course_err_));     \
+/// What every *_CHECK macro does: the status `call` returns, if it is not `ok`, throws GpuError naming
+/// `text` (the call as written), the file, the line and describe(status).
+#define COURSE_STATUS_CHECK(text, call, ok, describe)                                                 \
+  do {                                                                                                \
+    const auto course_status_ = (call);                                                               \
+    if (course_status_ != (ok)) ::course::throw_gpu_error(text, __FILE__, __LINE__, describe(course_status_)); \
   } while (0)
+
+/// Checks a CUDA runtime call: CUDA_CHECK(cudaMemcpy(...)).
+#define CUDA_CHECK(call) COURSE_STATUS_CHECK(#call, call, cudaSuccess, cudaGetErrorString)
 
 /// Checks the launch just made (bad grid or block sizes, too much shared memory).
 #define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
 
 /// Checks a cuBLAS call.
-#define CUBLAS_CHECK(call)                                                                              \
-  do {                                                                                                  \
-    const cublasStatus_t course_st_ = (call);                                                           \
-    if (course_st_ != CUBLAS_STATUS_SUCCESS)                                                            \
-      ::course::throw_gpu_error(#call, __FILE__, __LINE__, ::course::cublas_status_name(course_st_));   \
-  } while (0)
+#define CUBLAS_CHECK(call) COURSE_STATUS_CHECK(#call, call, CUBLAS_STATUS_SUCCESS, ::course::cublas_status_name)

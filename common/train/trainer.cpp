@@ -87,13 +87,9 @@ std::vector<NamedTensor> optimizer_state_or_usage_error(Engine& engine, const St
 // model is defined on), says what it holds and records it in the JSON.
 void load_training_data(Run& run) {
   const TrainerOptions& o = run.o;
-  DataOptions data_options;
-  data_options.dataset = o.dataset;
-  data_options.data_dir = o.data_dir;
-  data_options.limit = o.limit;
-  data_options.seed = o.seed;
-  data_options.channels = o.channels;
-  data_options.val_fraction = o.val_fraction;
+  // resize and transform_why follow from the model below.
+  DataOptions data_options{.dataset = o.dataset, .data_dir = o.data_dir, .limit = o.limit, .seed = o.seed,
+                           .resize = {}, .channels = o.channels, .val_fraction = o.val_fraction, .transform_why = {}};
   // A named model defined on its own input (m0 .. m4) gets it, unless the command line names one.
   const std::optional<Shape3> model_input = implied_model_input(o);
   if (model_input) {
@@ -173,17 +169,10 @@ void build_engine(Run& run, const EngineFactory& make_engine) {
   const StageInfo& stage = run.stage;
   const Dataset& train = run.train();
   EngineConfig& config = run.config;
-  config.arch = run.arch;
-  config.input = train.shape;
-  config.classes = train.classes;
-  config.batch = o.batch;
-  config.lr = o.lr;
-  config.momentum = o.momentum;
-  config.seed = o.seed;
-  config.loss = o.loss;
-  config.threads = resolve_threads(o, stage);
-  config.profile = o.profile;
-  config.verbose = o.verbose;
+  config = EngineConfig{.arch = run.arch, .input = train.shape, .classes = train.classes, .batch = o.batch,
+                        .lr = o.lr, .momentum = o.momentum, .seed = o.seed, .loss = o.loss,
+                        .threads = resolve_threads(o, stage), .profile = o.profile, .verbose = o.verbose,
+                        .engine_state = {}};
   // A resumed run's checkpoint is read before its engine is built: the engine
   // takes the choices the run made (Engine::engine_state()) instead of making
   // them again, where making them again could choose otherwise (stage 06 times

@@ -82,29 +82,17 @@ std::string resume_command(const std::vector<std::string>& command, const std::s
 // and `done` examples (`step` batches) of the next one.
 Checkpoint make_checkpoint(Run& run, int epochs_done, int step, long done) {
   const TrainerOptions& o = run.o;
-  Checkpoint c;
-  c.model.arch = run.spec;
-  c.model.input = run.train().shape;
-  c.model.classes = run.train().classes;
-  c.model.stage = run.stage.id;
-  c.model.tensors = run.engine->get_parameters();
-  c.optimizer = run.engine->get_optimizer_state();
-  c.engine_state = run.engine->engine_state();
-  c.epoch = epochs_done;
-  c.step = step;
-  c.examples_done = done;
-  c.seed = o.seed;
-  c.batch = o.batch;
-  c.lr = o.lr;
-  c.lr_schedule = o.lr_schedule;
-  c.epochs = o.epochs;
-  c.momentum = o.momentum;
-  c.loss = o.loss;
-  c.dataset = o.dataset;
-  c.train_examples = run.train().size();
-  c.labels_hash = run.labels_hash;
-  c.history = run.results["epochs"].dump();
-  return c;
+  const Dataset& train = run.train();
+  return Checkpoint{
+      .model = {.arch = run.spec, .input = train.shape, .classes = train.classes, .stage = run.stage.id,
+                .tensors = run.engine->get_parameters()},
+      .optimizer = run.engine->get_optimizer_state(),
+      .engine_state = run.engine->engine_state(),
+      .epoch = epochs_done, .step = step, .examples_done = done,
+      .seed = o.seed, .batch = o.batch, .lr = o.lr, .lr_schedule = o.lr_schedule, .epochs = o.epochs,
+      .momentum = o.momentum, .loss = o.loss, .dataset = o.dataset,
+      .train_examples = train.size(), .labels_hash = run.labels_hash,
+      .history = run.results["epochs"].dump()};
 }
 
 // Saves a checkpoint for a stop (Ctrl-C or SIGTERM) and says how to go on.

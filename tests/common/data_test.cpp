@@ -118,9 +118,25 @@ std::string idx_error(const TempDir& dir, const std::string& images, const std::
   return error_of<DataError>([&] { course::load_idx(dir.file(images), dir.file(labels), "mnist"); });
 }
 
-/// The DataError load_csv throws for the file `name` in dir, read without scaling.
-std::string csv_error(const TempDir& dir, const std::string& name) {
-  return error_of<DataError>([&] { course::load_csv(dir.file(name), nullptr, nullptr); });
+/// The DataError load_idx() throws for an image file and a label file of these bytes; it must name the
+/// file `named` ("img" or "lab").
+std::string idx_refusal(const Bytes& images, const Bytes& labels, const std::string& named) {
+  TempDir dir;
+  write_bytes(dir.file("img"), images);
+  write_bytes(dir.file("lab"), labels);
+  const std::string msg = idx_error(dir, "img", "lab");
+  EXPECT_THAT(msg, HasSubstr(dir.file(named))) << "the message does not name the file";
+  return msg;
+}
+
+/// The DataError load_csv() throws for a file of these contents, which must name the file.
+std::string csv_refusal(const std::string& contents) {
+  TempDir dir;
+  const std::string path = dir.file("x.csv");
+  write_text(path, contents);
+  const std::string msg = error_of<DataError>([&] { course::load_csv(path, nullptr, nullptr); });
+  EXPECT_THAT(msg, HasSubstr(path)) << "the message does not name the file";
+  return msg;
 }
 
 /// One CIFAR-10 record: the label, then R, G and B planes filled with r, g, b.
@@ -230,62 +246,40 @@ TEST(DataIdx, WrongMagicIsRefused) {
 }
 
 TEST(DataIdx, EmptyFileIsRefused) {
-  TempDir dir;
-  write_bytes(dir.file("img"), {});
-  write_bytes(dir.file("lab"), idx_labels({1}));
-  const std::string msg = idx_error(dir, "img", "lab");
-  EXPECT_THAT(msg, HasSubstr(dir.file("img")));
-  EXPECT_THAT(msg, HasSubstr("empty"));
+  EXPECT_THAT(idx_refusal({}, idx_labels({1}), "img"), HasSubstr("empty"));
 }
 
 TEST(DataIdx, OneByteFileIsRefused) {
-  TempDir dir;
-  write_bytes(dir.file("img"), {0});
-  write_bytes(dir.file("lab"), idx_labels({1}));
-  const std::string msg = idx_error(dir, "img", "lab");
-  EXPECT_THAT(msg, HasSubstr(dir.file("img")));
+  const std::string msg = idx_refusal({0}, idx_labels({1}), "img");
   EXPECT_THAT(msg, HasSubstr("truncated header: expected 16 bytes"));
   EXPECT_THAT(msg, HasSubstr("found 1"));
 }
 
 TEST(DataIdx, TruncatedHeaderIsRefused) {
-  TempDir dir;
-  write_bytes(dir.file("img"), idx_images(1, 2, 2));
   Bytes lab = idx_labels({1});
   lab.resize(6);
-  write_bytes(dir.file("lab"), lab);
-  const std::string msg = idx_error(dir, "img", "lab");
-  EXPECT_THAT(msg, HasSubstr(dir.file("lab")));
+  const std::string msg = idx_refusal(idx_images(1, 2, 2), lab, "lab");
   EXPECT_THAT(msg, HasSubstr("truncated header: expected 8 bytes"));
   EXPECT_THAT(msg, HasSubstr("found 6"));
 }
 
 TEST(DataIdx, TruncatedBodyIsRefused) {
-  TempDir dir;
   Bytes img = idx_images(3, 2, 3);  // 16 + 18 bytes
   img.resize(30);
-  write_bytes(dir.file("img"), img);
-  write_bytes(dir.file("lab"), idx_labels({1, 2, 3}));
-  const std::string msg = idx_error(dir, "img", "lab");
-  EXPECT_THAT(msg, HasSubstr(dir.file("img")));
+  const std::string msg = idx_refusal(img, idx_labels({1, 2, 3}), "img");
   EXPECT_THAT(msg, HasSubstr("truncated"));
   EXPECT_THAT(msg, HasSubstr("expected 34 bytes"));
   EXPECT_THAT(msg, HasSubstr("found 30"));
 
   Bytes lab = idx_labels({1, 2, 3});
   lab.pop_back();
-  write_bytes(dir.file("img"), idx_images(3, 2, 3));
-  write_bytes(dir.file("lab"), lab);
-  EXPECT_THAT(idx_error(dir, "img", "lab"), HasSubstr(dir.file("lab") + ": truncated: expected 11 bytes"));
+  EXPECT_THAT(idx_refusal(idx_images(3, 2, 3), lab, "lab"), HasSubstr("/lab: truncated: expected 11 bytes"));
 }
 
 TEST(DataIdx, ExtraBytesAreRefused) {
-  TempDir dir;
   Bytes img = idx_images(1, 2, 2);
   img.push_back(0);
-  write_bytes(dir.file("img"), img);
-  write_bytes(dir.file("lab"), idx_labels({1}));
-  EXPECT_THAT(idx_error(dir, "img", "lab"), HasSubstr(dir.file("img") + ": extra bytes"));
+  EXPECT_THAT(idx_refusal(img, idx_labels({1}), "img"), HasSubstr("/img: extra bytes"));
 }
 
 TEST(DataIdx, CountMismatchIsRefused) {
@@ -300,12 +294,7 @@ TEST(DataIdx, CountMismatchIsRefused) {
 }
 
 TEST(DataIdx, LabelOutOfRangeIsRefused) {
-  TempDir dir;
-  write_bytes(dir.file("img"), idx_images(3, 2, 2));
-  write_bytes(dir.file("lab"), idx_labels({1, 10, 2}));
-  const std::string msg = idx_error(dir, "img", "lab");
-  EXPECT_THAT(msg, HasSubstr(dir.file("lab")));
-  EXPECT_THAT(msg, HasSubstr("label 10 at index 1"));
+  EXPECT_THAT(idx_refusal(idx_images(3, 2, 2), idx_labels({1, 10, 2}), "lab"), HasSubstr("label 10 at index 1"));
 }
 
 TEST(DataIdx, MissingFileIsRefused) {
@@ -398,42 +387,26 @@ TEST(DataCsv, NoHeaderAndNullScaling) {
 }
 
 TEST(DataCsv, NonNumericCellIsRefused) {
-  TempDir dir;
-  write_text(dir.file("x.csv"), "f1,f2,y\n1,2,0\n3,oops,1\n");
-  const std::string msg = csv_error(dir, "x.csv");
-  EXPECT_THAT(msg, HasSubstr(dir.file("x.csv")));
+  const std::string msg = csv_refusal("f1,f2,y\n1,2,0\n3,oops,1\n");
   EXPECT_THAT(msg, HasSubstr("line 3"));
   EXPECT_THAT(msg, HasSubstr("column 2"));
   EXPECT_THAT(msg, HasSubstr("oops"));
 }
 
 TEST(DataCsv, RaggedRowsAreRefused) {
-  TempDir dir;
-  write_text(dir.file("x.csv"), "1,2,0\n3,4,1\n5,1\n");
-  const std::string msg = csv_error(dir, "x.csv");
-  EXPECT_THAT(msg, HasSubstr(dir.file("x.csv")));
-  EXPECT_THAT(msg, HasSubstr("line 3 has 2 cells, expected 3"));
+  EXPECT_THAT(csv_refusal("1,2,0\n3,4,1\n5,1\n"), HasSubstr("line 3 has 2 cells, expected 3"));
 }
 
 TEST(DataCsv, BadLabelsAreRefused) {
-  TempDir dir;
-  write_text(dir.file("neg.csv"), "1,2,0\n3,4,-1\n");
-  const std::string neg = csv_error(dir, "neg.csv");
-  EXPECT_THAT(neg, HasSubstr(dir.file("neg.csv")));
-  EXPECT_THAT(neg, HasSubstr("line 2"));
-  EXPECT_THAT(neg, HasSubstr("negative"));
-  write_text(dir.file("frac.csv"), "1,2,0.5\n");
-  EXPECT_THAT(csv_error(dir, "frac.csv"), HasSubstr("not a class number"));
+  const std::string negative = csv_refusal("1,2,0\n3,4,-1\n");
+  EXPECT_THAT(negative, HasSubstr("line 2"));
+  EXPECT_THAT(negative, HasSubstr("negative"));
+  EXPECT_THAT(csv_refusal("1,2,0.5\n"), HasSubstr("not a class number"));
 }
 
 TEST(DataCsv, EmptyFilesAreRefused) {
-  TempDir dir;
-  write_text(dir.file("empty.csv"), "");
-  const std::string msg = csv_error(dir, "empty.csv");
-  EXPECT_THAT(msg, HasSubstr(dir.file("empty.csv")));
-  EXPECT_THAT(msg, HasSubstr("empty"));
-  write_text(dir.file("header.csv"), "a,b,label\n\n");
-  EXPECT_THAT(csv_error(dir, "header.csv"), HasSubstr("no examples"));
+  EXPECT_THAT(csv_refusal(""), HasSubstr("empty"));
+  EXPECT_THAT(csv_refusal("a,b,label\n\n"), HasSubstr("no examples"));
 }
 
 TEST(DataCsv, ScalingOfAnotherWidthIsRefused) {

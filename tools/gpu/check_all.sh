@@ -13,10 +13,9 @@ cd "$(dirname "$0")/../.."
 MODE=${1:-verify}
 OUT=${OUT:-$PWD/out-gpu}
 mkdir -p "$OUT/figures"
-DEADLINE=${DEADLINE:-555}
-LOG=$OUT/all.log
 STEP_MIN_LEFT=10
 . tools/gpu/steps.sh
+steps_begin "$OUT/all.log" "${DEADLINE:-555}"
 
 train() {  # train NAME BINARY ARGS...: one trainer run, its JSON kept among the figures
   local name=$1 exe=$2

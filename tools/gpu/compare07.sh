@@ -13,10 +13,8 @@
 set -u -o pipefail
 cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-$PWD/out-gpu}
-mkdir -p "$OUT"
-DEADLINE=${DEADLINE:-540}
-LOG=$OUT/compare07.log
 . tools/gpu/steps.sh
+steps_begin "$OUT/compare07.log" "${DEADLINE:-540}"
 PREFIX=$PWD/.carry/prefix
 
 say "compare07 on $(hostname), $(date -u +%FT%TZ)"

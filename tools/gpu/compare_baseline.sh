@@ -16,12 +16,10 @@
 set -u -o pipefail
 cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-$PWD/out-baseline}
-mkdir -p "$OUT"
-DEADLINE=${DEADLINE:-560}
 STAGES=${STAGES:-04,05,06,07,08}
 MODELS=${MODELS:-mlp,cnn}
-LOG=$OUT/compare_baseline.log
 . tools/gpu/steps.sh
+steps_begin "$OUT/compare_baseline.log" "${DEADLINE:-560}"
 BASE=/tmp/course-baseline
 TARBALL=.carry/baseline.tgz
 

@@ -16,10 +16,8 @@ set -u -o pipefail
 cd "$(dirname "$0")/../.."
 MODE=${1:-all}
 OUT=${OUT:-$PWD/out-learner}
-mkdir -p "$OUT"
-DEADLINE=${DEADLINE:-560}
-LOG=$OUT/learner_checks_$MODE.log
 . tools/gpu/steps.sh
+steps_begin "$OUT/learner_checks_$MODE.log" "${DEADLINE:-560}"
 
 GENERATOR=()
 KEEP_GOING=(-- -k)  # one failure does not stop the rest of the build

@@ -22,12 +22,10 @@ set -u -o pipefail
 cd "$(dirname "$0")/../.."
 MODE=${1:-all}
 OUT=${OUT:-$PWD/results/pytorch_peer}
-DEADLINE=${DEADLINE:-540}
-LOG=$OUT/pytorch_peer.log
 EPOCHS=${EPOCHS:-3}
-mkdir -p "$OUT"
 STEP_MIN_LEFT=10
 . tools/gpu/steps.sh
+steps_begin "$OUT/pytorch_peer.log" "${DEADLINE:-540}"
 
 say "pytorch_peer $MODE on $(hostname), $(date -u +%FT%TZ)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >>"$LOG" 2>&1

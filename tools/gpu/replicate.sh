@@ -26,11 +26,9 @@ cd "$(dirname "$0")/../.." || exit 1
 MODE=${1:-all}
 [ $# -gt 0 ] && shift
 OUT=${OUT:-$PWD/out-gpu}
-mkdir -p "$OUT"
 NAME=${REPLICATE_NAME:-h100}
-DEADLINE=${DEADLINE:-560}
-LOG=$OUT/replicate.log
 . tools/gpu/steps.sh
+steps_begin "$OUT/replicate.log" "${DEADLINE:-560}"
 
 say "replicate $MODE on $(hostname), $(date -u +%FT%TZ), git $(git describe --always --dirty 2>/dev/null || echo '?')"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >>"$LOG" 2>&1

@@ -19,11 +19,9 @@ set -u -o pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 OUT=${OUT:-$PWD/out-robustness}
-mkdir -p "$OUT"
-DEADLINE=${DEADLINE:-420}
-LOG=$OUT/all.log
 STEP_MIN_LEFT=10
 . tools/gpu/steps.sh
+steps_begin "$OUT/all.log" "${DEADLINE:-420}"
 
 say "robustness on $(hostname), $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 nvidia-smi --query-gpu=name,driver_version --format=csv >>"$LOG" 2>&1

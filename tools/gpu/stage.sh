@@ -36,18 +36,14 @@ stage_begin() {
   fi
   cd "$ROOT" || exit 1
   OUT=${OUT:-$ROOT/out-stage$NN}
-  mkdir -p "$OUT"
   WORK=$(mktemp -d)
-  LOG=$OUT/stage$NN.log
   BUILD=build/gpu
   BIN=$BUILD/bin
-  local override=STAGE${NN}_DEADLINE
-  DEADLINE=${!override:-$1}  # seconds since the script began; under the device call's limit
-  SUMMARY=()
-  : >"$LOG"
   STEP_WIDTH=${STEP_WIDTH:-34}
   # shellcheck source=tools/gpu/steps.sh
   . "$ROOT/tools/gpu/steps.sh"
+  local override=STAGE${NN}_DEADLINE
+  steps_begin "$OUT/stage$NN.log" "${!override:-$1}"  # seconds since the script began; under the device call's limit
 
   say "stage $NN ($STAGE_ID) on $(hostname) at $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \

@@ -2,18 +2,24 @@
 # bounded, timed steps with one summary line each.
 # shellcheck shell=bash
 #
-# The caller sets LOG (the log file, emptied here) and DEADLINE (seconds since the
-# script began by which every step must be done) before sourcing this file, and may
-# set BUILD (default build/gpu; BIN is its bin/);
-# STEP_WIDTH (the name column, default 34) and STEP_MIN_LEFT (below this many
+# After sourcing it, a script calls steps_begin LOG DEADLINE: the log file (emptied, its folder made)
+# and the seconds since the script began by which every step must be done. BUILD (default build/gpu;
+# BIN is its bin/), STEP_WIDTH (the name column, default 34) and STEP_MIN_LEFT (below this many
 # seconds left a step is skipped, default 15) are optional. STEP_DRY_RUN=1 logs
 # each step's command instead of running it: a script's plumbing checked on a
 # machine without a GPU.
 
 BUILD=${BUILD:-build/gpu}
 BIN=${BIN:-$BUILD/bin}
-SUMMARY=()
-: >"$LOG"
+
+# steps_begin LOG DEADLINE: where the steps log, and by when they must be done.
+steps_begin() {
+  LOG=$1
+  DEADLINE=$2
+  SUMMARY=()
+  mkdir -p "$(dirname "$LOG")"
+  : >"$LOG"
+}
 
 say() { echo "$*" | tee -a "$LOG"; }
 

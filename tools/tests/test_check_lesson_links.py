@@ -65,12 +65,28 @@ INDEX = "# The course\n\n[Stage 01](lessons/01_a.md), [its tolerances](lessons/0
 SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>\n'
 
 
-class MiniDocs:
+class TempTree:
+    """A temporary folder of files, removed on close() or at the end of a with block."""
+
+    def __init__(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def close(self):
+        self.tmp.cleanup()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.close()
+
+
+class MiniDocs(TempTree):
     """docs/index.md, docs/lessons/01_a.md and 02_b.md, docs/figures/chart.svg and a README, in a
     temporary folder; `plant` replaces text of a page first."""
 
     def __init__(self, plant=None):
-        self.tmp = tempfile.TemporaryDirectory()
+        super().__init__()
         self.root = Path(self.tmp.name)
         # The README is read only as Markdown, so it may link a heading by the slug a preview makes.
         readme = ("See [the lessons](docs/index.md) and ![a chart](docs/figures/chart.svg), a heading\n"
@@ -92,17 +108,22 @@ class MiniDocs:
     def markdown(self):
         return links.check_markdown(links.markdown_pages(self.root), self.root)
 
-    def close(self):
-        self.tmp.cleanup()
 
 
-class MarkdownForm(unittest.TestCase):
+class OneProblem:
+    """For a test class whose check() returns (problems, counts)."""
+
+    def one_problem(self, *args, **kwargs):
+        """The one problem check() finds (a failure if there are none or several)."""
+        problems, _ = self.check(*args, **kwargs)
+        self.assertEqual(len(problems), 1, problems)
+        return problems[0]
+
+
+class MarkdownForm(OneProblem, unittest.TestCase):
     def check(self, plant=None):
-        docs = MiniDocs(plant)
-        try:
+        with MiniDocs(plant) as docs:
             return docs.markdown()
-        finally:
-            docs.close()
 
     def test_the_whole_miniature_passes_and_everything_is_counted(self):
         problems, counts = self.check()
@@ -113,35 +134,30 @@ class MarkdownForm(unittest.TestCase):
         self.assertEqual(counts["README.md"], (3, 1))
 
     def test_a_broken_image_path_is_caught(self):
-        problems, _ = self.check({"docs/lessons/01_a.md": ("../figures/chart.svg", "../figures/nope.svg")})
-        self.assertEqual(len(problems), 1, problems)
-        self.assertRegex(problems[0], r"^docs/lessons/01_a\.md:7: image \(\.\./figures/nope\.svg\): "
+        problem = self.one_problem({"docs/lessons/01_a.md": ("../figures/chart.svg", "../figures/nope.svg")})
+        self.assertRegex(problem, r"^docs/lessons/01_a\.md:7: image \(\.\./figures/nope\.svg\): "
                                       r"docs/figures/nope\.svg does not exist")
 
     def test_an_image_by_bare_name_only_doxygen_finds_is_caught_with_the_path_to_write(self):
-        problems, _ = self.check({"docs/lessons/01_a.md": ("../figures/chart.svg", "chart.svg")})
-        self.assertEqual(len(problems), 1, problems)
+        problem = self.one_problem({"docs/lessons/01_a.md": ("../figures/chart.svg", "chart.svg")})
         self.assertIn("docs/lessons/chart.svg does not exist; the chart is docs/figures/chart.svg: write "
-                      "../figures/chart.svg", problems[0])
+                      "../figures/chart.svg", problem)
 
     def test_a_broken_anchor_on_another_page_is_caught(self):
-        problems, _ = self.check({"docs/lessons/01_a.md": ("02_b.md#lesson-b-measured", "02_b.md#lesson-b-nope")})
-        self.assertEqual(len(problems), 1, problems)
+        problem = self.one_problem({"docs/lessons/01_a.md": ("02_b.md#lesson-b-measured", "02_b.md#lesson-b-nope")})
         self.assertIn("docs/lessons/01_a.md:10: link (02_b.md#lesson-b-nope): docs/lessons/02_b.md has no "
-                      "anchor #lesson-b-nope", problems[0])
+                      "anchor #lesson-b-nope", problem)
 
     def test_a_label_only_doxygen_reads_is_not_an_anchor(self):
         # Without the <a id> line the heading's {#lesson-b-measured} is all there is: the preview's slug
         # of that heading is measured-lesson-b-measured, so the link is broken there, and the hint says why.
-        problems, _ = self.check({"docs/lessons/02_b.md": ('<a id="lesson-b-measured"></a>\n', "")})
-        self.assertEqual(len(problems), 1, problems)
-        self.assertIn("has no anchor #lesson-b-measured; its heading has {#lesson-b-measured}", problems[0])
-        self.assertIn('<a id="lesson-b-measured"></a>', problems[0])
+        problem = self.one_problem({"docs/lessons/02_b.md": ('<a id="lesson-b-measured"></a>\n', "")})
+        self.assertIn("has no anchor #lesson-b-measured; its heading has {#lesson-b-measured}", problem)
+        self.assertIn('<a id="lesson-b-measured"></a>', problem)
 
     def test_a_section_of_another_page_linked_as_if_on_this_one_is_caught(self):
-        problems, _ = self.check({"docs/lessons/01_a.md": ("(02_b.md#lesson-b-measured)", "(#lesson-b-measured)")})
-        self.assertEqual(len(problems), 1, problems)
-        self.assertIn("docs/lessons/01_a.md has no anchor #lesson-b-measured", problems[0])
+        problem = self.one_problem({"docs/lessons/01_a.md": ("(02_b.md#lesson-b-measured)", "(#lesson-b-measured)")})
+        self.assertIn("docs/lessons/01_a.md has no anchor #lesson-b-measured", problem)
 
     def test_a_missing_page_and_a_site_only_link_are_caught(self):
         problems, _ = self.check({"docs/index.md": ("(lessons/01_a.md)", "(lessons/01_nope.md)"),
@@ -152,10 +168,9 @@ class MarkdownForm(unittest.TestCase):
 
     def test_a_slug_from_a_page_of_the_site_is_caught(self):
         # The preview resolves it, but in the site Doxygen has no such label.
-        problems, _ = self.check({"docs/index.md": ("(lessons/01_a.md)", "(lessons/02_b.md#notes-1)")})
-        self.assertEqual(len(problems), 1, problems)
+        problem = self.one_problem({"docs/index.md": ("(lessons/01_a.md)", "(lessons/02_b.md#notes-1)")})
         self.assertIn("#notes-1 is a heading's slug in docs/lessons/02_b.md, which the built site does not have",
-                      problems[0])
+                      problem)
 
     def test_slugs_as_github_makes_them(self):
         self.assertEqual(links.github_slug("Kernel 6: a 4 × 4 block per thread"), "kernel-6-a-4--4-block-per-thread")
@@ -166,11 +181,11 @@ class MarkdownForm(unittest.TestCase):
         self.assertEqual(anchors, {"a", "notes", "notes-1", "setext"})
 
 
-class HtmlSite:
+class HtmlSite(TempTree):
     """An html folder of pages written by hand, as Doxygen writes them."""
 
     def __init__(self, pages):
-        self.tmp = tempfile.TemporaryDirectory()
+        super().__init__()
         self.html = Path(self.tmp.name) / "html"
         self.html.mkdir()
         (Path(self.tmp.name) / "outside.svg").write_text(SVG)
@@ -181,8 +196,6 @@ class HtmlSite:
     def check(self, names):
         return links.check_site([self.html / n for n in names], self.html)
 
-    def close(self):
-        self.tmp.cleanup()
 
 
 GOOD_A = ('<a class="anchor" id="lesson-a-tolerances"></a><h2>Tolerances</h2>\n'
@@ -192,13 +205,10 @@ GOOD_A = ('<a class="anchor" id="lesson-a-tolerances"></a><h2>Tolerances</h2>\n'
 GOOD_B = '<a class="anchor" id="lesson-b-measured"></a><a class="el" href="lesson-a.html">back</a>'
 
 
-class SiteForm(unittest.TestCase):
+class SiteForm(OneProblem, unittest.TestCase):
     def check(self, a=GOOD_A, b=GOOD_B):
-        site = HtmlSite({"lesson-a.html": a, "lesson-b.html": b})
-        try:
+        with HtmlSite({"lesson-a.html": a, "lesson-b.html": b}) as site:
             return site.check(["lesson-a.html", "lesson-b.html"])
-        finally:
-            site.close()
 
     def test_the_whole_site_passes(self):
         problems, counts = self.check()
@@ -206,30 +216,25 @@ class SiteForm(unittest.TestCase):
         self.assertEqual(counts["lesson-a.html"], (2, 2))
 
     def test_a_broken_image_path_is_caught(self):
-        problems, _ = self.check(a=GOOD_A.replace('<img src="chart.svg"/>', '<img src="nope.svg"/>'))
-        self.assertEqual(len(problems), 1, problems)
-        self.assertIn("lesson-a.html:5: image (nope.svg): nope.svg is not in the site", problems[0])
+        problem = self.one_problem(a=GOOD_A.replace('<img src="chart.svg"/>', '<img src="nope.svg"/>'))
+        self.assertIn("lesson-a.html:5: image (nope.svg): nope.svg is not in the site", problem)
 
     def test_an_svg_outside_the_html_folder_is_caught(self):
         # It exists on disk beside the site, but a copy of the html folder elsewhere would lose it.
-        problems, _ = self.check(a=GOOD_A.replace('data="chart.svg"', 'data="../outside.svg"'))
-        self.assertEqual(len(problems), 1, problems)
-        self.assertIn("image (../outside.svg): points outside the site's html folder", problems[0])
+        problem = self.one_problem(a=GOOD_A.replace('data="chart.svg"', 'data="../outside.svg"'))
+        self.assertIn("image (../outside.svg): points outside the site's html folder", problem)
 
     def test_a_broken_anchor_is_caught(self):
-        problems, _ = self.check(a=GOOD_A.replace("lesson-b.html#lesson-b-measured", "lesson-b.html#lesson-b-nope"))
-        self.assertEqual(len(problems), 1, problems)
+        problem = self.one_problem(a=GOOD_A.replace("lesson-b.html#lesson-b-measured", "lesson-b.html#lesson-b-nope"))
         self.assertIn("lesson-a.html:4: link (lesson-b.html#lesson-b-nope): lesson-b.html has no element with "
-                      "id #lesson-b-nope", problems[0])
-        problems, _ = self.check(a=GOOD_A.replace('href="#lesson-a-tolerances"', 'href="#nope"'))
-        self.assertEqual(len(problems), 1, problems)
-        self.assertIn("lesson-a.html has no element with id #nope", problems[0])
+                      "id #lesson-b-nope", problem)
+        problem = self.one_problem(a=GOOD_A.replace('href="#lesson-a-tolerances"', 'href="#nope"'))
+        self.assertIn("lesson-a.html has no element with id #nope", problem)
 
     def test_a_link_to_a_markdown_file_is_caught(self):
         # What Doxygen 1.9 leaves of [text](02_b.md#label) without the filter.
-        problems, _ = self.check(b=GOOD_B.replace('href="lesson-a.html"', 'href="01_a.md#lesson-a-tolerances"'))
-        self.assertEqual(len(problems), 1, problems)
-        self.assertIn("01_a.md is not in the site", problems[0])
+        problem = self.one_problem(b=GOOD_B.replace('href="lesson-a.html"', 'href="01_a.md#lesson-a-tolerances"'))
+        self.assertIn("01_a.md is not in the site", problem)
 
 
 class Filter(unittest.TestCase):
@@ -286,21 +291,15 @@ class BuiltByDoxygen(unittest.TestCase):
         return proc.stderr, links.check_site(list(pages.values()), html)
 
     def test_the_miniature_resolves_in_the_site_too(self):
-        docs = MiniDocs()
-        try:
+        with MiniDocs() as docs:
             warnings, (problems, counts) = self.build(docs)
-        finally:
-            docs.close()
         self.assertEqual(warnings.strip(), "")
         self.assertEqual(problems, [])
         self.assertGreaterEqual(counts["lesson-a.html"][1], 1)
 
     def test_a_broken_image_path_breaks_the_site_too(self):
-        docs = MiniDocs({"docs/lessons/01_a.md": ("../figures/chart.svg", "../figures/nope.svg")})
-        try:
+        with MiniDocs({"docs/lessons/01_a.md": ("../figures/chart.svg", "../figures/nope.svg")}) as docs:
             _, (problems, _) = self.build(docs)
-        finally:
-            docs.close()
         self.assertEqual(len(problems), 1, problems)
         self.assertIn("lesson-a.html", problems[0])
         self.assertIn("nope.svg is not in the site", problems[0])
@@ -308,11 +307,8 @@ class BuiltByDoxygen(unittest.TestCase):
     def test_a_broken_anchor_fails_the_build(self):
         # Doxygen leaves an unresolved reference as plain text, so no link is left for the site's check
         # to follow: its warning is the check (the docs target fails on warnings).
-        docs = MiniDocs({"docs/lessons/01_a.md": ("02_b.md#lesson-b-measured", "02_b.md#lesson-b-nope")})
-        try:
+        with MiniDocs({"docs/lessons/01_a.md": ("02_b.md#lesson-b-measured", "02_b.md#lesson-b-nope")}) as docs:
             warnings, _ = self.build(docs)
-        finally:
-            docs.close()
         self.assertRegex(warnings, r"01_a\.md:10: warning: unable to resolve reference to 'lesson-b-nope'")
 
     def test_without_the_filter_the_preview_forms_break_the_site(self):
@@ -322,11 +318,8 @@ class BuiltByDoxygen(unittest.TestCase):
         version = subprocess.run(["doxygen", "--version"], capture_output=True, text=True).stdout.strip()
         if not version.startswith("1.9."):
             self.skipTest(f"shows what Doxygen 1.9 does; this is Doxygen {version}")
-        docs = MiniDocs()
-        try:
+        with MiniDocs() as docs:
             warnings, (problems, _) = self.build(docs, filtered=False)
-        finally:
-            docs.close()
         self.assertIn("multiple use of section label 'lesson-a-tolerances'", warnings)
         self.assertTrue(any("(../figures/chart.svg): points outside the site's html folder" in p for p in problems),
                         problems)

@@ -51,11 +51,7 @@ def load_like_the_course(path):
 
 class MakeTabular(unittest.TestCase):
     def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = Path(self.tmp.name)
-
-    def tearDown(self):
-        self.tmp.cleanup()
+        self.dir = Path(self.enterContext(tempfile.TemporaryDirectory()))
 
     def test_same_seed_same_bytes(self):
         a = make_tabular.write(self.dir / "a", seed=5, train_rows=300, test_rows=100)

@@ -27,11 +27,7 @@ def run_json(model, gpus, batch, images_per_second, spec=None, status="ok", stag
 
 class ScalingChart(unittest.TestCase):
     def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = Path(self.tmp.name)
-
-    def tearDown(self):
-        self.tmp.cleanup()
+        self.dir = Path(self.enterContext(tempfile.TemporaryDirectory()))
 
     def write(self, name, data):
         p = self.dir / f"{name}.json"
