@@ -117,8 +117,9 @@ def e4(payload):
 def e5(payload):
     panels = []
     sizes = sorted({r["N"] for r in payload.get("rows", [])})
-    colours = {"serial": svg.INK, "openmp": svg.PALETTE[2], "gpu_kernel": svg.PALETTE[0],
-               "gpu_with_transfers": svg.PALETTE[1], "gpu_per_window": svg.PALETTE[4]}
+    colours = {"serial": svg.INK, "study_serial": svg.PALETTE[5], "study_numpy": "#8B5A2B",
+               "openmp": svg.PALETTE[2], "gpu_kernel": svg.PALETTE[0], "gpu_with_transfers": svg.PALETTE[1],
+               "gpu_per_window": svg.PALETTE[4]}
     for s in payload.get("settings", []):
         if s["status"] != "ok":
             continue
@@ -145,8 +146,8 @@ def e5(payload):
     notes = [f"k{s['K']} s{s['S']} p{s['P']}: refused by every stage (a window of padding only); its work is p0's "
              "plus a border (lesson 02)." for s in refused]
     return svg.line_panels(panels, title="E5: max-pooling one N x N image, seconds against N",
-                           subtitle=["median seconds of one pooling; log-log; dashed: the study's two transcribed figures "
-                                     "(N = 4 and 1,024), joined"],
+                           subtitle=["median seconds of one pooling; log-log; dashed: the study's figures (serial on "
+                                     "n49 from N = 4 to 1,024; the T4 at 4 and 1,024, joined)"],
                            x_label="N (log scale)", y_label="seconds (log scale)", x_ticks=sizes or [4], x_log2=True,
                            y_log=True, footnotes=footnotes(payload, notes))
 

@@ -3,16 +3,22 @@ s03_pool_study (serial and OpenMP), reads its --json, and works out what the stu
 time against the size, Amdahl's parallel fraction of the OpenMP runs, and the size from which each
 other way beats the serial one."""
 import json
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from compare_lib.amdahl import fit_parallel_fraction
 
 from . import studies
 
-METHODS = ("serial", "openmp", "gpu_kernel", "gpu_with_transfers", "gpu_per_window")
-METHOD_NAMES = {"serial": "serial (stage 02)", "openmp": "OpenMP", "gpu_kernel": "GPU kernel (stage 05)",
+METHODS = ("serial", "study_serial", "study_numpy", "openmp", "gpu_kernel", "gpu_with_transfers", "gpu_per_window")
+METHOD_NAMES = {"serial": "serial (stage 02)", "study_serial": "the study's way, C++",
+                "study_numpy": "the study's way, NumPy", "openmp": "OpenMP", "gpu_kernel": "GPU kernel (stage 05)",
                 "gpu_with_transfers": "GPU kernel + copies", "gpu_per_window": "GPU, a transfer per window"}
+NUMPY_SCRIPT = Path(__file__).resolve().parent / "pool_numpy.py"
+# The study's serial program ran to N = 1024; NumPy's loop over windows takes seconds there.
+NUMPY_MAX_SIZE = 1024
 
 
 def run_pool_study(ctx, sizes, settings, threads=None, min_ms=30, per_window_max=70000):
@@ -60,8 +66,42 @@ def run_pool_study(ctx, sizes, settings, threads=None, min_ms=30, per_window_max
     data["reason"] = "" if code == 0 else f"{exe.name} exited {code}: {(err.strip().splitlines() or [''])[-1]}"
     if not ctx.gpu_usable and data.get("gpu", {}).get("status") != "ok":
         data["gpu"] = {**data.get("gpu", {}), "status": "skipped", "reason": ctx.gpu_reason or data["gpu"]["reason"]}
+    data["numpy"] = run_numpy(ctx, [n for n in sizes if n <= NUMPY_MAX_SIZE])
+    data["rows"] += data["numpy"].pop("rows", [])
     data["analysis"] = analyse(data)
     return data
+
+
+def pythons_to_try():
+    """This Python first, then the system's (Debian's python3-numpy installs for /usr/bin/python3)."""
+    seen = []
+    for exe in (sys.executable, "/usr/bin/python3", shutil.which("python3")):
+        if exe and Path(exe).is_file() and Path(exe).resolve() not in [Path(s).resolve() for s in seen]:
+            seen.append(exe)
+    return seen
+
+
+def run_numpy(ctx, sizes, setting="k2s2p0"):
+    """The study's method in Python with NumPy (pool_numpy.py), k2 s2 p0 as the study timed it, with the first
+    Python that has NumPy: {"status", "reason", "numpy", "python", "rows"}."""
+    if not sizes:
+        return {"status": "skipped", "reason": f"no size up to {NUMPY_MAX_SIZE}", "rows": []}
+    reasons = []
+    for exe in pythons_to_try():
+        cmd = [exe, str(NUMPY_SCRIPT), "--sizes", ",".join(map(str, sizes)), "--settings", setting]
+        ctx.progress("  $ " + " ".join(["python3", "tools/replicate_lib/pool_numpy.py"] + cmd[2:]) + f"   ({exe})")
+        try:
+            proc = subprocess.run(cmd, cwd=ctx.root, capture_output=True, text=True, timeout=ctx.timeout)
+            out = json.loads(proc.stdout)
+        except subprocess.TimeoutExpired:
+            return {"status": "error", "reason": f"pool_numpy.py timed out after {ctx.timeout} s", "rows": []}
+        except ValueError:
+            return {"status": "error", "reason": f"pool_numpy.py: {(proc.stderr.strip().splitlines() or ['no output'])[-1]}",
+                    "rows": []}
+        if out.get("status") == "ok":
+            return out
+        reasons.append(out.get("reason", "?"))
+    return {"status": "skipped", "reason": "; ".join(reasons) or "no Python found", "rows": []}
 
 
 def seconds(data, setting, method, n, threads=None):

@@ -52,16 +52,26 @@ TABLE51_MODEL = "m2"   # the course's stand-in for that model: three conv blocks
 
 POOL_SIZES = (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 POOL_SETTINGS = ("k2s2p0", "k2s1p0", "k2s2p1", "k2s2p2")
-# Seconds of k2 s2 p0 as transcribed, by the study's own method (each window times an identity matrix, in
-# Python): serial on a Xeon node, and its GPU version (every window moved to the device) on a Tesla T4.
+# Seconds of k2 s2 p0 as the study reports them, by its own method (each window times an identity matrix, in
+# Python: NumPy serially, Numba 0.53 on the GPU): serially on the Xeon node n49 at every size from 4 to 1024
+# (and on n48 at 1024), and its GPU version (every window copied to the device and back) on n49's Tesla T4,
+# with the variant that declares the identity as a constant. The study also ran a Tesla K20 (on n48) and a
+# laptop's GTX 1050, and swept a standalone matmul on the T4, 0.40 s at 2 up to 508.9 s at 2048.
 POOL_STUDY = {
-    "serial": {"machine": "a Xeon node", "seconds": {4: 0.0004, 1024: 5.18}},
+    "serial": {"machine": "Xeon node n49", "seconds": {4: 0.0004, 8: 0.0016, 16: 0.0057, 32: 0.0111, 64: 0.0371,
+                                                       128: 0.1491, 256: 0.5902, 512: 2.3265, 1024: 5.1822}},
+    "serial_n48": {"machine": "Xeon node n48", "seconds": {1024: 9.33}},
     "gpu": {"machine": "a Tesla T4, every window moved to the device", "seconds": {4: 0.86, 1024: 396.7}},
+    "gpu_constant_identity": {"machine": "the T4, the identity declared as a constant", "seconds": {1024: 297.9}},
 }
 POOL_STUDY_NOTE = ("the study's figures are of its own method (each window multiplied by an identity matrix, in "
-                   "Python), the course's of a direct max loop; the study timed k2 s2 p0 alone (overlapping windows "
-                   "and padding were functional examples on 4 x 4 inputs), on more machines and sizes than the two "
-                   "figures transcribed here, at 4 and 1024")
+                   "Python with NumPy, and on the GPU with Numba 0.53), as are the course's columns \"the study's way\" "
+                   "(in C++, s03_pool_study, and in Python with NumPy, tools/replicate_lib/pool_numpy.py, on the "
+                   "course's machine); the other columns time a direct max loop. The study timed k2 s2 p0 alone "
+                   "(overlapping windows and padding were functional examples on 4 x 4 inputs); on n48 its serial "
+                   "run took 9.33 s at 1024, and on the T4 the variant with the identity declared as a constant "
+                   "297.9 s at 1024; its Tesla K20 and GTX 1050 runs and its standalone matmul sweep on the T4 "
+                   "(0.40 s at 2 to 508.9 s at 2048) are not transcribed here")
 
 # ---- the university CUDA practice -------------------------------------------------------------
 

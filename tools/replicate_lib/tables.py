@@ -291,19 +291,24 @@ def e5(payload):
             out += ["", f"**{title}**: refused by every stage ({s['reason']}). Its work is k{s['K']} s{s['S']} p0's "
                         "plus a border of all-padding windows (lesson 02): timed as k2 s2 p0, above."]
             continue
-        heads = ["N", "serial (stage 02)", "OpenMP (threads)"] + (
+        study = name == "k2s2p0"
+        with_numpy = study and any(r["method"] == "study_numpy" and r["status"] == "ok" for r in payload["rows"])
+        heads = ["N", "serial (stage 02)", "the study's way, C++"] + (["the study's way, NumPy"] if with_numpy else []) \
+            + ["OpenMP (threads)"] + (
             ["GPU kernel", "GPU kernel + copies", "serial / (GPU + copies)", "GPU, a copy per window"]
             if on_gpu else [])
-        study = name == "k2s2p0"
         if study:
-            heads += ["the study: serial (Xeon)", "the study: GPU (T4, per window)"]
+            heads += ["the study: serial (n49, NumPy)", "the study: GPU (T4, per window)"]
         body = []
         for n in sizes:
             serial = pooling.seconds(payload, name, "serial", n)
             if serial is None:
                 continue
             best, t = pooling.best_openmp(payload, name, n)
-            line = [f"{n:,}", fmt_s(serial), f"{fmt_s(best)} ({t})" if best else "-"]
+            line = [f"{n:,}", fmt_s(serial), fmt_s(pooling.seconds(payload, name, "study_serial", n))]
+            if with_numpy:
+                line.append(fmt_s(pooling.seconds(payload, name, "study_numpy", n)))
+            line.append(f"{fmt_s(best)} ({t})" if best else "-")
             if on_gpu:
                 copies = pooling.seconds(payload, name, "gpu_with_transfers", n)
                 line += [fmt_s(pooling.seconds(payload, name, "gpu_kernel", n)), fmt_s(copies),
@@ -334,9 +339,18 @@ def e5(payload):
         out += ["", "Amdahl's law fitted to the OpenMP runs of one size (speedup over its own 1-thread run), and the "
                     "size from which each way is faster than the serial one at that size and every larger one:", ""]
         out += md_table(heads, body)
-    wrong = [r for r in payload["rows"] if r["status"] == "ok" and not r.get("matches_stage02", True)]
+    wrong = [r for r in payload["rows"] if r["status"] == "ok" and not (r.get("matches_stage02", True) and
+                                                                      r.get("matches_reference", True))]
+    numpy = payload.get("numpy") or {}
     out += [""] + ([f"WRONG: {len(wrong)} figures whose output differs from stage 02's."] if wrong else
-                   ["Every way's output equals stage 02's, bit for bit (the arg-max too, where kept)."])
+                   ["Every way's output equals stage 02's, bit for bit (the arg-max too, where kept)" +
+                    ("; the NumPy way's equals NumPy's own vectorised max on its image." if numpy.get("status") == "ok"
+                     else ".")])
+    if numpy.get("status") == "ok":
+        out.append(f"The study's way in NumPy: NumPy {numpy.get('numpy')} on Python {numpy.get('python')}, a loop over "
+                   "the windows in Python as the study's program, k2 s2 p0 up to N = 1,024 (the study's largest).")
+    elif numpy:
+        out.append(f"The study's way in NumPy not timed: {numpy.get('reason', '')}.")
     out.append(sentence(studies.POOL_STUDY_NOTE))
     return out
 

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <regex>
 #include <stdexcept>
 #include <string>
@@ -101,6 +102,38 @@ void maxpool_rows(const float* x, float* y, int* argmax, const PoolGeometry& g, 
       argmax[oh * Wo + ow] = best;
     }
   }
+}
+
+// The study's own method, in C++: every window extracted into a K x K matrix W, multiplied by the
+// K x K identity I (a matmul per window, K^3 multiply-adds), and the largest cell of W I taken, the
+// first in row-major order on a tie as in stage 02. A cell of the padding holds the lowest float,
+// so it never wins (-infinity would turn its products by 0 into NaN). W I is W exactly (each sum is
+// one product by 1 and K - 1 products by 0), so the output is stage 02's; only the work differs.
+void maxpool_by_identity(const float* x, float* y, int* argmax, const PoolGeometry& g) {
+  const int K = g.K, Ho = g.out_h(), Wo = g.out_w();
+  std::vector<float> window(static_cast<std::size_t>(K) * K), identity(window.size(), 0.f), product(window.size());
+  std::vector<int> where(window.size());
+  for (int i = 0; i < K; ++i) identity[static_cast<std::size_t>(i) * K + i] = 1.f;
+  for (int oh = 0; oh < Ho; ++oh)
+    for (int ow = 0; ow < Wo; ++ow) {
+      for (int i = 0; i < K; ++i)
+        for (int j = 0; j < K; ++j) {
+          const int ih = oh * g.S - g.P + i, iw = ow * g.S - g.P + j;
+          const bool inside = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
+          window[i * K + j] = inside ? x[ih * g.W + iw] : std::numeric_limits<float>::lowest();
+          where[i * K + j] = inside ? ih * g.W + iw : -1;
+        }
+      for (int i = 0; i < K; ++i)
+        for (int j = 0; j < K; ++j) {
+          float sum = 0.f;
+          for (int k = 0; k < K; ++k) sum += window[i * K + k] * identity[k * K + j];
+          product[i * K + j] = sum;
+        }
+      int best = 0;
+      for (int c = 1; c < K * K; ++c) best = product[c] > product[best] ? c : best;
+      y[oh * Wo + ow] = product[best];
+      argmax[oh * Wo + ow] = where[best];
+    }
 }
 
 // The output rows shared among `threads` threads, each a contiguous block of them (OpenMP's static
@@ -261,8 +294,8 @@ int run(int argc, char** argv, const std::string& program, GpuPart* gpu) {
 #else
     const std::string openmp = "";
 #endif
-    std::printf("%s: max-pooling of one N x N image; serial = stage 02's maxpool_forward; OpenMP = its rows "
-                "among threads (%s); %d cores\n",
+    std::printf("%s: max-pooling of one N x N image; serial = stage 02's maxpool_forward; study's way = every "
+                "window times the identity, then its max; OpenMP = stage 02's rows among threads (%s); %d cores\n",
                 program.c_str(), openmp.empty() ? "not built: no OpenMP" : openmp.c_str(), cores());
     std::printf("GPU: %s\n", on_gpu ? (device + "; the first CUDA call took " + std::to_string(context_s) + " s")
                                              .c_str()
@@ -288,7 +321,7 @@ int run(int argc, char** argv, const std::string& program, GpuPart* gpu) {
         std::printf("\n%s: refused by every stage: %s\n", s.name.c_str(), s.refused.c_str());
         continue;
       }
-      std::vector<std::string> heads = {"serial"};
+      std::vector<std::string> heads = {"serial", "study's way"};
       for (int t : o.threads) heads.push_back("omp " + std::to_string(t) + "t");
       if (on_gpu) heads.insert(heads.end(), {"gpu kernel", "gpu +copies", "gpu per window"});
       std::vector<Row> rows;
@@ -297,27 +330,32 @@ int run(int argc, char** argv, const std::string& program, GpuPart* gpu) {
         const Problem p = make_problem(n, s, o.seed);
         Row row{n, {}};
 
-        // Serial and every thread count in turns, each writing its own output, checked afterwards.
+        // Serial, the study's method and every thread count in turns, each writing its own output,
+        // checked afterwards.
         std::vector<Sampler> ways;
-        std::vector<std::vector<float>> ys(1 + o.threads.size(), std::vector<float>(p.y.size(), 0.f));
+        std::vector<std::vector<float>> ys(2 + o.threads.size(), std::vector<float>(p.y.size(), 0.f));
         std::vector<std::vector<int>> as(ys.size(), std::vector<int>(p.y.size(), -1));
         ways.push_back(sampler([&] { maxpool_forward(p.x.data(), ys[0].data(), as[0].data(), 1, p.g); }));
+        ways.push_back(sampler([&] { maxpool_by_identity(p.x.data(), ys[1].data(), as[1].data(), p.g); }));
         if (!openmp.empty())
           for (std::size_t i = 0; i < o.threads.size(); ++i)
             ways.push_back(sampler([&, i] {
-              maxpool_openmp(p.x.data(), ys[i + 1].data(), as[i + 1].data(), p.g, o.threads[i]);
+              maxpool_openmp(p.x.data(), ys[i + 2].data(), as[i + 2].data(), p.g, o.threads[i]);
             }));
         std::vector<Figure> timed = time_in_turns(ways, o.rule);
         for (std::size_t i = 0; i < timed.size(); ++i) timed[i].matches = ys[i] == p.y && as[i] == p.argmax;
         const Figure& serial = timed[0];
         out["rows"].push_back(figure_json(s, n, p.g, "serial", 1, serial));
         row.cells.push_back(cell(serial));
+        out["rows"].push_back(figure_json(s, n, p.g, "study_serial", 1, timed[1]));
+        row.cells.push_back(cell(timed[1]));
+        all_match = all_match && timed[1].matches;
         for (std::size_t i = 0; i < o.threads.size(); ++i) {
           Figure f;
           if (openmp.empty()) {
             f.status = "skipped", f.reason = "built without OpenMP";
           } else {
-            f = timed[i + 1];
+            f = timed[i + 2];
           }
           all_match = all_match && (f.status != "ok" || f.matches);
           out["rows"].push_back(figure_json(s, n, p.g, "openmp", o.threads[i], f));

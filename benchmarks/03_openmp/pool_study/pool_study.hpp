@@ -4,6 +4,9 @@
 // refused, as every stage refuses a padding as large as the window: lesson 02), timed
 //
 //   serial   stage 02's course::maxpool_forward, one thread;
+//   study_serial  the study's own method in C++: each window extracted, multiplied by the identity
+//            (a matmul per window), its largest cell taken (the study wrote it in Python with NumPy:
+//            tools/replicate_lib/pool_numpy.py times that one);
 //   openmp   the same loop with its output rows shared among 1, 2, 4, ... threads (OpenMP);
 //   gpu_*    a GPU stage's max-pooling kernel (that stage's build only): the kernel alone, the kernel with the
 //            copy of the image in and of the pooled image out, and the study's way, one
