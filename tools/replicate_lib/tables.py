@@ -349,10 +349,26 @@ def e5(payload):
     if numpy.get("status") == "ok":
         out.append(f"The study's way in NumPy: NumPy {numpy.get('numpy')} on Python {numpy.get('python')}, a loop over "
                    "the windows in Python as the study's program, k2 s2 p0 up to N = 1,024 (the study's largest).")
+        out += study_steps(payload)
     elif numpy:
         out.append(f"The study's way in NumPy not timed: {numpy.get('reason', '')}.")
     out.append(sentence(studies.POOL_STUDY_NOTE))
     return out
+
+
+def study_steps(payload, n=1024):
+    """The step from the study's serial figure to the course's at N = n, split into its three factors, each a
+    ratio of two figures of one machine (or the study's against the course's, for the machine)."""
+    own = pooling.seconds(payload, "k2s2p0", "serial", n)
+    cpp = pooling.seconds(payload, "k2s2p0", "study_serial", n)
+    py = pooling.seconds(payload, "k2s2p0", "study_numpy", n)
+    theirs = studies.POOL_STUDY["serial"]["seconds"].get(n)
+    if not (own and cpp and py and theirs):
+        return []
+    return [f"At N = {n:,}, k2 s2 p0: the method, the study's way in C++ against stage 02's loop, {fmt_x(cpp / own)}; "
+            f"the language, the study's way in NumPy against it in C++, {fmt_x(py / cpp)}; the machine and its "
+            f"software, the study's {theirs:g} s on n49 against the course's NumPy figure, {fmt_x(theirs / py)}; "
+            f"together {fmt_x(theirs / own)}."]
 
 
 # ---- E6 ---------------------------------------------------------------------------------------------------

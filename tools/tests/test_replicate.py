@@ -185,6 +185,21 @@ class ReadingRuns(unittest.TestCase):
 
 
 class PoolingAnalysis(unittest.TestCase):
+    def test_the_step_from_the_study_splits_into_method_language_and_machine(self):
+        data = canned_pool()
+        for method, s in (("study_serial", 6e-3), ("study_numpy", 0.6)):
+            data["rows"].append({**data["rows"][0], "N": 1024, "method": method, "seconds": s})
+        data["numpy"] = {"status": "ok", "numpy": "1.24.2", "python": "3.11.2"}
+        [line] = tables.study_steps(data)
+        self.assertIn("stage 02's loop, 6.00x", line)          # 6 ms / 1 ms
+        self.assertIn("it in C++, 100x", line)                   # 0.6 s / 6 ms
+        self.assertIn("5.1822 s on n49 against the course's NumPy figure, 8.64x", line)
+        self.assertIn("together 5,182x", line)
+        text = "\n".join(tables.e5(data))
+        self.assertIn("| the study's way, C++ | the study's way, NumPy |", text)
+        self.assertIn("NumPy 1.24.2 on Python 3.11.2", text)
+
+
     def test_amdahl_and_where_each_way_wins(self):
         data = canned_pool()
         a = data["analysis"]["k2s2p0"]
@@ -197,6 +212,7 @@ class PoolingAnalysis(unittest.TestCase):
         self.assertEqual(a["beats_serial"]["gpu_with_transfers"]["from_size"], 1024)
         self.assertTrue(a["beats_serial"]["gpu_per_window"]["never"])
         self.assertEqual(pooling.best_openmp(data, "k2s2p0", 1024), (0.6e-3, 2))
+        self.assertEqual(tables.study_steps(data), [], "no line without the study's way in C++ and in NumPy")
         self.assertEqual(pooling.study_points("serial")[0], (4, 0.0004))
         self.assertEqual(pooling.study_points("serial")[-1], (1024, 5.1822))
         self.assertEqual(len(pooling.study_points("serial")), 9)  # n49, N = 4 ... 1024
