@@ -1,12 +1,25 @@
 /// @file step_model.cpp
-/// @brief StepModel's defaults: a training step run layer by layer, the engine's part around it (given code).
+/// @brief StepModel's defaults: a training step run layer by layer, the engine's part around it, and
+/// the config checks every step makes (given code).
 #include "common/gpu/step_model.hpp"
+
+#include <stdexcept>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "common/gpu/device_epoch.hpp"
+#include "common/model/arch.hpp"
 
 namespace course {
+
+void check_step_config(const EngineConfig& cfg, const std::string& stage) {
+  if (cfg.loss != "cross-entropy" && cfg.loss != "mse")
+    throw std::invalid_argument("unknown loss '" + cfg.loss + "' (" + stage + " has cross-entropy and mse)");
+  if (cfg.batch < 1) throw std::invalid_argument("batch size must be at least 1, got " + std::to_string(cfg.batch));
+  if (cfg.classes < 1) throw std::invalid_argument("classes must be at least 1, got " + std::to_string(cfg.classes));
+  check_output_activation(cfg.arch, cfg.loss);  // sigmoid outputs go with mse
+}
 
 nlohmann::json StepModel::stage_results() const { return nullptr; }
 

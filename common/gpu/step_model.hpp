@@ -95,6 +95,12 @@ struct StepContext {
 /// end_training_step_gpu). The default train_step ends with it, and so does a step of no examples.
 void end_training_step(const StepContext& ctx);
 
+/// What every GPU step checks of its config before it plans anything: a loss it has (cross-entropy
+/// or mse; `stage`, "stage 04", names the step in the message), a batch size and a class count of at
+/// least 1, and an output activation that goes with the loss (check_output_activation).
+/// Throws std::invalid_argument.
+void check_step_config(const EngineConfig& cfg, const std::string& stage);
+
 /// A stage's training step, as the engine drives it.
 class StepModel {
  public:
@@ -155,5 +161,25 @@ class StepModel {
   /// in ctx.batch->loss_row), backward() and ctx.sync's before_update(): the gradients whole in ctx.grads.
   void queue_gradients(const StepContext& ctx, int B);
 };
+
+// ---- for a step whose layers keep their gradients' range in a member `grads` (a GradientRange,
+// empty for a layer without parameters) named for the layer's --profile row ("fc1 (fc100)") ----
+
+/// layer_rows(): each layer's grads.name, in model order.
+template <class Layer>
+std::vector<std::string> rows_named_by_grads(const std::vector<Layer>& layers) {
+  std::vector<std::string> rows;
+  for (const Layer& l : layers) rows.push_back(l.grads.name);
+  return rows;
+}
+
+/// gradient_ranges(): the non-empty ranges, last layer first, the order a backward pass finishes them.
+template <class Layer>
+std::vector<GradientRange> ranges_last_layer_first(const std::vector<Layer>& layers) {
+  std::vector<GradientRange> ranges;
+  for (auto l = layers.rbegin(); l != layers.rend(); ++l)
+    if (l->grads.size() > 0) ranges.push_back(l->grads);
+  return ranges;
+}
 
 }  // namespace course

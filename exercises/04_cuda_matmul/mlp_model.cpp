@@ -12,10 +12,7 @@ namespace course {
 
 MlpStep::MlpStep(const EngineConfig& cfg, int gemm_kernel) : cfg_(cfg), gemm_kernel_(gemm_kernel) {
   gemm_kernel_name(gemm_kernel);  // throws std::invalid_argument for a number out of range
-  if (cfg.loss != "cross-entropy" && cfg.loss != "mse")
-    throw std::invalid_argument("unknown loss '" + cfg.loss + "' (stage 04 has cross-entropy and mse)");
-  if (cfg.batch < 1) throw std::invalid_argument("batch size must be at least 1, got " + std::to_string(cfg.batch));
-  check_output_activation(cfg.arch, cfg.loss);  // sigmoid outputs go with mse
+  check_step_config(cfg, "stage 04");
   for (std::size_t i = 0; i < cfg.arch.layers.size(); ++i) {
     const LayerSpec& l = cfg.arch.layers[i];
     if (l.kind != LayerKind::Dense && l.kind != LayerKind::Activation)
@@ -72,18 +69,9 @@ std::vector<NamedTensor> MlpStep::initial_parameters() const {
   return course::initial_parameters(cfg_.arch, cfg_.input, cfg_.classes, cfg_.seed);
 }
 
-std::vector<std::string> MlpStep::layer_rows() const {
-  std::vector<std::string> rows;
-  for (const Layer& l : layers_) rows.push_back(l.grads.name);
-  return rows;
-}
+std::vector<std::string> MlpStep::layer_rows() const { return rows_named_by_grads(layers_); }
 
-std::vector<GradientRange> MlpStep::gradient_ranges() const {
-  std::vector<GradientRange> ranges;
-  for (auto l = layers_.rbegin(); l != layers_.rend(); ++l)
-    if (l->grads.size() > 0) ranges.push_back(l->grads);
-  return ranges;
-}
+std::vector<GradientRange> MlpStep::gradient_ranges() const { return ranges_last_layer_first(layers_); }
 
 void MlpStep::allocate(int batch) {
   outputs_.resize(layers_.size());

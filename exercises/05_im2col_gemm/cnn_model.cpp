@@ -37,12 +37,9 @@ std::string layer_name(const LayerSpec& spec, int index) {
 
 CnnStep::CnnStep(const EngineConfig& cfg, const GpuCnnOptions& options) : cfg_(cfg), options_(options) {
   gemm_kernel_name(options.gemm_kernel);  // throws std::invalid_argument for a number out of range
-  if (cfg.loss != "cross-entropy" && cfg.loss != "mse")
-    throw std::invalid_argument("unknown loss '" + cfg.loss + "' (stage 05 has cross-entropy and mse)");
-  if (cfg.batch < 1) throw std::invalid_argument("batch size must be at least 1, got " + std::to_string(cfg.batch));
+  check_step_config(cfg, "stage 05");
   if (options.split_k < 1)
     throw std::invalid_argument("--split-k must be at least 1 (1 = one GEMM), got " + std::to_string(options.split_k));
-  check_output_activation(cfg.arch, cfg.loss);  // sigmoid outputs go with mse
   plan_layers(cfg_, &layers_, &layout_);
   if (options_.gemm_kernel == kGemmSingleBlock) refuse_single_block_overflow();
   if (options_.unroll == Unroll::Batch && options_.gemm_kernel != kGemmCublas && options_.split_k > 1)
@@ -133,18 +130,9 @@ std::vector<NamedTensor> CnnStep::initial_parameters() const {
   return course::initial_parameters(cfg_.arch, cfg_.input, cfg_.classes, cfg_.seed, make_cnn_layer<float>);
 }
 
-std::vector<std::string> CnnStep::layer_rows() const {
-  std::vector<std::string> rows;
-  for (const GpuLayer& l : layers_) rows.push_back(l.grads.name);
-  return rows;
-}
+std::vector<std::string> CnnStep::layer_rows() const { return rows_named_by_grads(layers_); }
 
-std::vector<GradientRange> CnnStep::gradient_ranges() const {
-  std::vector<GradientRange> ranges;
-  for (auto l = layers_.rbegin(); l != layers_.rend(); ++l)
-    if (l->grads.size() > 0) ranges.push_back(l->grads);
-  return ranges;
-}
+std::vector<GradientRange> CnnStep::gradient_ranges() const { return ranges_last_layer_first(layers_); }
 
 void CnnStep::allocate(int batch) {
   const auto B = static_cast<std::size_t>(batch);

@@ -17,12 +17,8 @@
 namespace course {
 
 EngineConfig CudnnStep::checked(const EngineConfig& cfg) {
-  if (cfg.loss != "cross-entropy" && cfg.loss != "mse")
-    throw std::invalid_argument("unknown loss '" + cfg.loss + "' (stage 06 has cross-entropy and mse)");
-  if (cfg.batch < 1) throw std::invalid_argument("batch size must be at least 1, got " + std::to_string(cfg.batch));
-  if (cfg.classes < 1) throw std::invalid_argument("classes must be at least 1, got " + std::to_string(cfg.classes));
+  check_step_config(cfg, "stage 06");
   layer_shapes(cfg.arch, cfg.input, cfg.classes);  // throws std::invalid_argument naming the layer that does not fit
-  check_output_activation(cfg.arch, cfg.loss);      // sigmoid outputs go with mse
   return cfg;
 }
 

@@ -46,10 +46,15 @@ void describe_pool(PoolDescriptors& d, const PoolGeometry& g, int B) {
   // HINT: cudnnSetPooling2dDescriptor(d.pool, CUDNN_POOLING_MAX_DETERMINISTIC, CUDNN_NOT_PROPAGATE_NAN, K, K, P, P, S, S).
   throw course::NotImplemented("Task 6.2", "06_cudnn/descriptors.cpp", "docs/lessons/06_cudnn.md");
 
+  check_pool_output(d, g, B, "describe_pool", g.str());
+}
+
+void check_pool_output(const PoolDescriptors& d, const PoolGeometry& g, int B, const std::string& call,
+                       const std::string& layer) {
   int n = 0, c = 0, h = 0, w = 0;
   CUDNN_CHECK(cudnnGetPooling2dForwardOutputDim(d.pool, d.x, &n, &c, &h, &w));
   if (n != B || c != g.C || h != g.out_h() || w != g.out_w())
-    throw std::logic_error("describe_pool(" + g.str() + ", batch " + std::to_string(B) + "): cuDNN computes output " +
+    throw std::logic_error(call + "(" + layer + ", batch " + std::to_string(B) + "): cuDNN computes output " +
                            dims(n, c, h, w) + " from these descriptors, but stage 02's output is " +
                            dims(B, g.C, g.out_h(), g.out_w()) + ": check the window, padding and stride");
 }

@@ -31,6 +31,8 @@
 /// (glue); Task 6.2 fills them in.
 #pragma once
 
+#include <string>
+
 #include <cudnn.h>
 
 #include <utility>
@@ -134,5 +136,11 @@ void describe_conv(ConvDescriptors& d, const ConvGeometry& g, int B);
 /// Fills every descriptor of `d` for max-pool layer `g` at batch size B, and
 /// checks cuDNN's output size (cudnnGetPooling2dForwardOutputDim) likewise.
 void describe_pool(PoolDescriptors& d, const PoolGeometry& g, int B);
+
+/// The check at the end of describe_pool() and describe_avgpool() (given code): cuDNN's output size for
+/// d.pool on d.x must be stage 02's [B, C, Ho, Wo]; if not, throws std::logic_error naming `call`
+/// ("describe_pool"), the layer (`layer`, g.str()'s text) and both sizes.
+void check_pool_output(const PoolDescriptors& d, const PoolGeometry& g, int B, const std::string& call,
+                       const std::string& layer);
 
 }  // namespace course

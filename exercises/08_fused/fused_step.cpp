@@ -21,10 +21,7 @@ namespace course {
 // ---- construction ---------------------------------------------------------------------------
 
 EngineConfig FusedStep::checked(const EngineConfig& cfg) {
-  if (cfg.loss != "cross-entropy" && cfg.loss != "mse")
-    throw std::invalid_argument("unknown loss '" + cfg.loss + "' (stage 08 has cross-entropy and mse)");
-  if (cfg.batch < 1) throw std::invalid_argument("batch size must be at least 1, got " + std::to_string(cfg.batch));
-  if (cfg.classes < 1) throw std::invalid_argument("classes must be at least 1, got " + std::to_string(cfg.classes));
+  check_step_config(cfg, "stage 08");
   return cfg;
 }
 

@@ -2,9 +2,6 @@
 /// @brief Stage 06: average pooling on cuDNN (given code, not a task; see avgpool_cudnn.hpp).
 #include "06_cudnn/avgpool_cudnn.hpp"
 
-#include <stdexcept>
-#include <string>
-
 #include "common/gpu/cudnn_check.hpp"
 
 namespace course {
@@ -18,14 +15,7 @@ void describe_avgpool(PoolDescriptors& d, const PoolGeometry& g, int B) {
                                           /*windowHeight=*/g.K, /*windowWidth=*/g.K, /*verticalPadding=*/g.P,
                                           /*horizontalPadding=*/g.P, /*verticalStride=*/g.S,
                                           /*horizontalStride=*/g.S));
-  int n = 0, c = 0, h = 0, w = 0;
-  CUDNN_CHECK(cudnnGetPooling2dForwardOutputDim(d.pool, d.x, &n, &c, &h, &w));
-  if (n != B || c != g.C || h != g.out_h() || w != g.out_w())
-    throw std::logic_error("describe_avgpool(" + g.str("average-pool") + ", batch " + std::to_string(B) +
-                           "): cuDNN computes output [" + std::to_string(n) + ", " + std::to_string(c) + ", " +
-                           std::to_string(h) + ", " + std::to_string(w) + "] from these descriptors, but stage 02's is [" +
-                           std::to_string(B) + ", " + std::to_string(g.C) + ", " + std::to_string(g.out_h()) + ", " +
-                           std::to_string(g.out_w()) + "]");
+  check_pool_output(d, g, B, "describe_avgpool", g.str("average-pool"));
 }
 
 void avgpool_forward_cudnn(const GpuHandles& h, const PoolDescriptors& d, const float* x, float* y) {

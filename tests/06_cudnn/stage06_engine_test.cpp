@@ -21,12 +21,7 @@ using namespace course::s06test;
 namespace {
 
 // The settings, tolerances and starting weights of the comparisons: tests/support/cnn_comparison.hpp.
-using testkit::comparison_config;
-using testkit::kCnnStepsLr;
-using testkit::kStepsLossRtol;
-using testkit::kStepsParamAtol;
-using testkit::kStepsParamRtol;
-using testkit::spread_parameters;
+using namespace course::testkit;
 
 // One epoch (the last batch smaller when `examples` is not a multiple) on the
 // GPU and on the stage 02 CPU engine, from the same initial weights in the same
@@ -41,21 +36,24 @@ void expect_matches_cpu(const std::string& spec, Shape3 input, int batch, int ex
                                      context, /*absolute_errors=*/loss == "mse");
 }
 
+/// The 20 steps of testkit::CnnTwentySteps on cuDNN, with the step captured in a graph or not.
+void expect_twenty_cnn_steps_match(bool graph) {
+  using T = testkit::CnnTwentySteps;
+  expect_matches_cpu(named_model_spec("cnn"), T::input(), T::batch, T::examples, "cross-entropy", graph, kCnnStepsLr,
+                     T::start());
+}
+
 }  // namespace
 
 // 20 steps: 19 batches of 32 and a last one of 16.
 TEST(Stage06_Engine, TwentyCnnStepsMatchStage02) {
   S06_SKIP_WITHOUT_GPU();
-  const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 32, kCnnStepsLr);
-  expect_matches_cpu(named_model_spec("cnn"), {1, 28, 28}, 32, 19 * 32 + 16, "cross-entropy", true, kCnnStepsLr,
-                     spread_parameters(cfg, 99));
+  expect_twenty_cnn_steps_match(true);
 }
 
 TEST(Stage06_Engine, TwentyCnnStepsMatchStage02WithoutTheGraph) {
   S06_SKIP_WITHOUT_GPU();
-  const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 32, kCnnStepsLr);
-  expect_matches_cpu(named_model_spec("cnn"), {1, 28, 28}, 32, 19 * 32 + 16, "cross-entropy", false, kCnnStepsLr,
-                     spread_parameters(cfg, 99));
+  expect_twenty_cnn_steps_match(false);
 }
 
 // What the two tests above rely on, checked on the CPU (no GPU needed): the
@@ -64,11 +62,7 @@ TEST(Stage06_Engine, TwentyCnnStepsMatchStage02WithoutTheGraph) {
 // different summation order moves them), end well inside the comparison's
 // tolerance. From the He-initialised weights at lr 0.05 they do not (see
 // kCnnStepsLr): this test fails there.
-TEST(Stage06_Engine, TwentyStepComparisonDoesNotBranchOnTheCpu) {
-  const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 32, kCnnStepsLr);
-  const Dataset train = make_synthetic(19 * 32 + 16, {1, 28, 28}, 10, 5);
-  testkit::expect_training_does_not_branch(cfg, train, spread_parameters(cfg, 99), kStepsParamAtol, kStepsParamRtol);
-}
+TEST(Stage06_Engine, TwentyStepComparisonDoesNotBranchOnTheCpu) { testkit::expect_cnn_twenty_steps_do_not_branch(); }
 
 // Every other layer kind of the course: stride, padding 2, a padded
 // overlapping pool, leaky ReLU and softplus (stage 04's kernels), tanh and
@@ -109,19 +103,8 @@ TEST(Stage06_Engine, MlpStepsMatchStage01) {
 // Evaluation: the same loss, predictions and count as stage 02 on the same weights.
 TEST(Stage06_Engine, EvaluateMatchesStage02) {
   S06_SKIP_WITHOUT_GPU();
-  const Dataset test = make_synthetic(300, {1, 28, 28}, 10, 6);
-  const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64);
-  CudnnStepEngine gpu(cfg);
-  CpuEngine cpu(cfg, make_cnn_layer<float>);
-  std::vector<int> got_pred, want_pred;
-  const EpochStats got = gpu.evaluate(test, &got_pred), want = cpu.evaluate(test, &want_pred);
-  EXPECT_EQ(got.seen, 300);
-  EXPECT_NEAR(got.loss_sum, want.loss_sum, kStepsLossRtol * want.loss_sum);
-  ASSERT_EQ(got_pred.size(), want_pred.size());
-  long differ = 0;
-  for (std::size_t i = 0; i < got_pred.size(); ++i) differ += got_pred[i] != want_pred[i];
-  EXPECT_LE(differ, 1) << "predictions differ beyond a near tie";
-  EXPECT_NEAR(got.correct, want.correct, 1);
+  CudnnStepEngine gpu(cnn_evaluation_config());
+  expect_cnn_evaluation_like_stage02(gpu);
 }
 
 // --profile: every layer, the gather, the loss and the update have GPU times, once per step.

@@ -8,12 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "01_fc_softmax/cpu_engine.hpp"
-#include "02_conv_pool/cnn.hpp"
-#include "05_im2col_gemm/cnn_step.hpp"
-#include "common/gpu/gpu_engine.hpp"
-#include "cudnn_step_engine.hpp"
+#include "cnn_loaders.hpp"
 #include "common/train/trainer.hpp"
+#include "cudnn_step_engine.hpp"
 #include "model_across_stages.hpp"
 #include "s06_support.hpp"
 
@@ -23,16 +20,8 @@ using trainer_run::run_with_json;
 namespace {
 
 const StageInfo kStage06{"06_cudnn", "Stage 06 (test)"};
-const StageInfo kStage02{"02_conv_pool", "Stage 02 (test)"};
-const StageInfo kStage05{"05_im2col_gemm", "Stage 05 (test)"};
 
 std::unique_ptr<Engine> make_stage06(const EngineConfig& cfg) { return std::make_unique<CudnnStepEngine>(cfg, true); }
-std::unique_ptr<Engine> make_stage02(const EngineConfig& cfg) {
-  return std::make_unique<CpuEngine>(cfg, make_cnn_layer<float>);
-}
-std::unique_ptr<Engine> make_stage05(const EngineConfig& cfg) {
-  return std::make_unique<GpuEngine>(cfg, std::make_unique<CnnStep>(cfg));
-}
 
 }  // namespace
 
@@ -46,8 +35,8 @@ TEST(Stage06_Trainer, CnnLearnsAndItsModelLoadsInStages02And05) {
                                      "s06_train.json");
   ASSERT_EQ(trained.code, 0) << trained.out << trained.err;
   trainer_run::expect_learns(trained.json, "the cnn on stage 06");
-  trainer_run::expect_loaders_evaluate_the_model_alike(model, trained.json, "06",
-                                                       {{kStage02, make_stage02}, {kStage05, make_stage05}}, "");
+  trainer_run::expect_loaders_evaluate_the_model_alike(
+      model, trained.json, "06", {trainer_run::stage02_loader(), trainer_run::stage05_loader()}, "");
 }
 
 // A model file of another architecture is refused, with the message naming both.

@@ -25,12 +25,7 @@ using namespace course::s08test;
 namespace {
 
 // The settings, tolerances and starting weights of the comparisons: tests/support/cnn_comparison.hpp.
-using testkit::comparison_config;
-using testkit::kCnnStepsLr;
-using testkit::kStepsLossRtol;
-using testkit::kStepsParamAtol;
-using testkit::kStepsParamRtol;
-using testkit::spread_parameters;
+using namespace course::testkit;
 
 /// The one GPU engine on the fused step, as these tests hold it.
 class Fused {
@@ -76,19 +71,15 @@ void expect_matches_cpu(const std::string& spec, Shape3 input, int batch, int ex
 // 20 steps: 19 batches of 32 and a last one of 16 (which runs uncaptured, with its own plan).
 TEST(Stage08_Engine, TwentyCnnStepsMatchStage02) {
   SKIP_WITHOUT_GPU();
-  const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 32, kCnnStepsLr);
+  using T = testkit::CnnTwentySteps;
   for (const FusedOptions& o : {FusedOptions{true, false}, FusedOptions{false, false}, FusedOptions{false, true}})
-    expect_matches_cpu(named_model_spec("cnn"), {1, 28, 28}, 32, 19 * 32 + 16, "cross-entropy", o, kCnnStepsLr,
-                       spread_parameters(cfg, 99));
+    expect_matches_cpu(named_model_spec("cnn"), T::input(), T::batch, T::examples, "cross-entropy", o, kCnnStepsLr,
+                       T::start());
 }
 
 // What the test above relies on, on the CPU alone (no GPU needed): a 1e-6 change of the
 // weights stays well inside the tolerance over the same 20 steps.
-TEST(Stage08_Engine, TwentyStepComparisonDoesNotBranchOnTheCpu) {
-  const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 32, kCnnStepsLr);
-  const Dataset train = make_synthetic(19 * 32 + 16, {1, 28, 28}, 10, 5);
-  testkit::expect_training_does_not_branch(cfg, train, spread_parameters(cfg, 99), kStepsParamAtol, kStepsParamRtol);
-}
+TEST(Stage08_Engine, TwentyStepComparisonDoesNotBranchOnTheCpu) { testkit::expect_cnn_twenty_steps_do_not_branch(); }
 
 // `cnn-deep` on CIFAR-shaped input, and every other layer kind stage 08 fuses: 5x5 and
 // 1x1 convolutions, a conv block without a pool, every activation, a dense layer
@@ -286,18 +277,8 @@ TEST(Stage08_Engine, TheLearningRateScheduleReachesTheCapturedStep) {
 // Evaluation: the same loss, predictions and count as stage 02 on the same weights.
 TEST(Stage08_Engine, EvaluateMatchesStage02) {
   SKIP_WITHOUT_GPU();
-  const Dataset test = make_synthetic(300, {1, 28, 28}, 10, 6);
-  const EngineConfig cfg = comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64);
-  Fused gpu(cfg);
-  CpuEngine cpu(cfg, make_cnn_layer<float>);
-  std::vector<int> got_pred, want_pred;
-  const EpochStats got = gpu->evaluate(test, &got_pred), want = cpu.evaluate(test, &want_pred);
-  EXPECT_EQ(got.seen, 300);
-  EXPECT_NEAR(got.loss_sum, want.loss_sum, kStepsLossRtol * want.loss_sum);
-  ASSERT_EQ(got_pred.size(), want_pred.size());
-  long differ = 0;
-  for (std::size_t i = 0; i < got_pred.size(); ++i) differ += got_pred[i] != want_pred[i];
-  EXPECT_LE(differ, 1) << "predictions differ beyond a near tie";
+  Fused gpu(cnn_evaluation_config());
+  expect_cnn_evaluation_like_stage02(*gpu);
 }
 
 // --profile: a row per fused layer, then the gather and the update, timed every step.

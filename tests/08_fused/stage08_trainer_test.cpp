@@ -8,11 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "01_fc_softmax/cpu_engine.hpp"
-#include "02_conv_pool/cnn.hpp"
-#include "05_im2col_gemm/cnn_step.hpp"
-#include "common/gpu/gpu_engine.hpp"
 #include "06_cudnn/cudnn_step.hpp"
+#include "cnn_loaders.hpp"
+#include "common/gpu/gpu_engine.hpp"
 #include "08_fused/fused_step.hpp"
 #include "common/train/trainer.hpp"
 #include "model_across_stages.hpp"
@@ -24,20 +22,8 @@ using trainer_run::run_with_json;
 namespace {
 
 const StageInfo kStage08{"08_fused", "Stage 08 (test)"};
-const StageInfo kStage02{"02_conv_pool", "Stage 02 (test)"};
-const StageInfo kStage05{"05_im2col_gemm", "Stage 05 (test)"};
-const StageInfo kStage06{"06_cudnn", "Stage 06 (test)"};
 
 std::unique_ptr<Engine> make_stage08(const EngineConfig& cfg) { return make_fused_engine(cfg); }
-std::unique_ptr<Engine> make_stage02(const EngineConfig& cfg) {
-  return std::make_unique<CpuEngine>(cfg, make_cnn_layer<float>);
-}
-std::unique_ptr<Engine> make_stage05(const EngineConfig& cfg) {
-  return std::make_unique<GpuEngine>(cfg, std::make_unique<CnnStep>(cfg));
-}
-std::unique_ptr<Engine> make_stage06(const EngineConfig& cfg) {
-  return std::make_unique<GpuEngine>(cfg, std::make_unique<CudnnStep>(cfg));
-}
 
 }  // namespace
 
@@ -52,8 +38,12 @@ TEST(Stage08_Trainer, CnnLearnsAndItsModelLoadsInStages02_05And06) {
   ASSERT_EQ(trained.code, 0) << trained.out << trained.err;
   trainer_run::expect_learns(trained.json, "the cnn on stage 08");
   EXPECT_EQ(trained.json.at("stage_results").at("kernels_per_step").get<int>(), 9);
-  trainer_run::expect_loaders_evaluate_the_model_alike(
-      model, trained.json, "08", {{kStage02, make_stage02}, {kStage05, make_stage05}, {kStage06, make_stage06}}, "_s08");
+  const auto make_stage06 = [](const EngineConfig& cfg) -> std::unique_ptr<Engine> {
+    return std::make_unique<GpuEngine>(cfg, std::make_unique<CudnnStep>(cfg));
+  };
+  const std::vector<trainer_run::StageEngine> loaders{
+      trainer_run::stage02_loader(), trainer_run::stage05_loader(), {{"06_cudnn", "Stage 06 (test)"}, make_stage06}};
+  trainer_run::expect_loaders_evaluate_the_model_alike(model, trained.json, "08", loaders, "_s08");
 }
 
 TEST(Stage08_Trainer, MlpLearnsWithThePersistentKernelToo) {

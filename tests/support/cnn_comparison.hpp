@@ -109,6 +109,45 @@ inline void expect_training_does_not_branch(const EngineConfig& cfg, const Datas
   }
 }
 
+/// The 20-step CNN comparison of stages 06 and 08: `cnn` on 28x28 images, 19 batches of 32
+/// and a last one of 16, at kCnnStepsLr from spread_parameters(cfg, 99), on synthetic data of seed 5.
+struct CnnTwentySteps {
+  static constexpr int batch = 32, examples = 19 * 32 + 16;
+  static constexpr std::uint64_t data_seed = 5, start_seed = 99;
+  static Shape3 input() { return {1, 28, 28}; }
+  static EngineConfig config() { return comparison_config(named_model_spec("cnn"), input(), batch, kCnnStepsLr); }
+  static std::vector<NamedTensor> start() { return spread_parameters(config(), start_seed); }
+};
+
+/// What the GPU stages' 20-step CNN comparisons rely on, checked on the CPU: their 20 steps do not branch.
+inline void expect_cnn_twenty_steps_do_not_branch() {
+  const EngineConfig cfg = CnnTwentySteps::config();
+  const Dataset train = make_synthetic(CnnTwentySteps::examples, cfg.input, 10, CnnTwentySteps::data_seed);
+  expect_training_does_not_branch(cfg, train, CnnTwentySteps::start(), kStepsParamAtol, kStepsParamRtol);
+}
+
+/// The settings of the GPU stages' evaluation check: `cnn` on 28x28 images at batch 64, from the
+/// weights every stage starts from.
+inline EngineConfig cnn_evaluation_config() { return comparison_config(named_model_spec("cnn"), {1, 28, 28}, 64); }
+
+/// `gpu`, built from cnn_evaluation_config(), evaluates 300 synthetic images (seed 6) as stage 02 does
+/// on the same weights: every example seen, the loss sum within kStepsLossRtol, the predictions and
+/// the correct count apart by at most one near tie.
+inline void expect_cnn_evaluation_like_stage02(Engine& gpu) {
+  const EngineConfig cfg = cnn_evaluation_config();
+  const Dataset test = make_synthetic(300, cfg.input, 10, 6);
+  CpuEngine cpu(cfg, make_cnn_layer<float>);
+  std::vector<int> got_pred, want_pred;
+  const EpochStats got = gpu.evaluate(test, &got_pred), want = cpu.evaluate(test, &want_pred);
+  EXPECT_EQ(got.seen, 300);
+  EXPECT_NEAR(got.loss_sum, want.loss_sum, kStepsLossRtol * want.loss_sum);
+  ASSERT_EQ(got_pred.size(), want_pred.size());
+  long differ = 0;
+  for (std::size_t i = 0; i < got_pred.size(); ++i) differ += got_pred[i] != want_pred[i];
+  EXPECT_LE(differ, 1) << "predictions differ beyond a near tie";
+  EXPECT_NEAR(got.correct, want.correct, 1);
+}
+
 /// Both sides of a comparison: a GPU engine and stage 02's CPU engine, each trained one
 /// epoch of `train` from `initial` and then evaluated on `test`.
 struct SideBySide {
