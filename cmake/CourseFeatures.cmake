@@ -187,27 +187,14 @@ if(COURSE_HAVE_CUDA AND CMAKE_CUDA_ARCHITECTURES MATCHES "(^|;)90($|;|-real|-vir
   set(COURSE_HAVE_SM90A ON)
   set(_sm90a_note "; sm_90a for the wgmma kernel")
 endif()
-# CI compiles the exercise track to check that it compiles, on a machine with no GPU: PTX
-# alone is enough there (ptxas's machine code is checked on the solution track, whose sources
-# the exercises mirror outside their holes). A GPU that meets such a build JIT-compiles the PTX.
-option(COURSE_EXERCISE_PTX_ONLY "The exercise track's CUDA code as PTX only, no machine code (CI: a build that runs no kernel)" OFF)
-set(COURSE_EXERCISE_CUDA_ARCHITECTURES "")
-if(COURSE_HAVE_CUDA AND COURSE_EXERCISE_PTX_ONLY)
-  foreach(_arch ${CMAKE_CUDA_ARCHITECTURES})
-    string(REGEX REPLACE "-(real|virtual)$" "" _arch "${_arch}")
-    list(APPEND COURSE_EXERCISE_CUDA_ARCHITECTURES "${_arch}-virtual")
-  endforeach()
-  list(REMOVE_DUPLICATES COURSE_EXERCISE_CUDA_ARCHITECTURES)
-  set(_sm90a_note "${_sm90a_note}; exercise track as PTX only (${COURSE_EXERCISE_CUDA_ARCHITECTURES})")
-endif()
-# The same build has no use for the exercise track's GPU programs: their tests skip without a GPU
-# (tools/prove_exercises.py calls such a task not provable here), and their sources are the
-# solution track's, compiled there. The GPU machine builds them (tools/gpu/learner_checks.sh,
-# tools/gpu/stage.sh), where the proof runs. Off, the exercise track of a GPU stage is its lesson
-# code alone: the holes still compile, in CI, for every stage.
-option(COURSE_EXERCISE_GPU_PROGRAMS "The exercise track's test programs and trainers of the GPU stages (OFF in CI: no GPU to run them)" ON)
-if(COURSE_HAVE_CUDA AND NOT COURSE_EXERCISE_GPU_PROGRAMS)
-  set(_sm90a_note "${_sm90a_note}; no exercise-track programs of the GPU stages")
+# A build for a machine without a GPU (CI's) has no use for the exercise track of the GPU stages:
+# its tests skip there (tools/prove_exercises.py would call every such task not provable here),
+# its trainers cannot run, and its sources are the solution track's outside the holes. The GPU
+# machine builds and proves it (tools/gpu/learner_checks.sh, tools/gpu/stage.sh NN), holes and all;
+# CI checks that the exercise files are what tools/gen_exercises.py makes of the solutions.
+option(COURSE_EXERCISE_GPU_STAGES "The exercise track of the GPU stages (OFF in CI: no GPU to run it)" ON)
+if(COURSE_HAVE_CUDA AND NOT COURSE_EXERCISE_GPU_STAGES)
+  set(_sm90a_note "${_sm90a_note}; no exercise track of the GPU stages")
 endif()
 if(COURSE_HAVE_CUDA)
   message(STATUS "[course] CUDA: found (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES}"

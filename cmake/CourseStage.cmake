@@ -71,6 +71,9 @@ function(course_stage dir)
   get_property(_previous_gate GLOBAL PROPERTY COURSE_PREVIOUS_GATE)
 
   foreach(track ${COURSE_TRACKS})
+    if(track STREQUAL "exercise" AND ST_GPU AND NOT COURSE_EXERCISE_GPU_STAGES)
+      continue()  # COURSE_EXERCISE_GPU_STAGES=OFF (CI's build, cmake/CourseFeatures.cmake)
+    endif()
     if(track STREQUAL "solution")
       set(root ${CMAKE_SOURCE_DIR}/solutions)
     else()
@@ -92,9 +95,6 @@ function(course_stage dir)
       if(track STREQUAL "exercise")
         target_compile_options(${lib} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${COURSE_EXERCISE_WARNINGS}>
                                               $<$<COMPILE_LANGUAGE:CUDA>:${COURSE_EXERCISE_CUDA_WARNINGS}>)
-        if(COURSE_EXERCISE_PTX_ONLY)
-          set_target_properties(${lib} PROPERTIES CUDA_ARCHITECTURES "${COURSE_EXERCISE_CUDA_ARCHITECTURES}")
-        endif()
       endif()
     else()
       add_library(${lib} INTERFACE)
@@ -105,11 +105,7 @@ function(course_stage dir)
     if(_sm90a_srcs AND COURSE_HAVE_SM90A)
       add_library(${lib}_sm90a OBJECT ${_sm90a_srcs})
       set_target_properties(${lib}_sm90a PROPERTIES CUDA_ARCHITECTURES OFF)
-      if(track STREQUAL "exercise" AND COURSE_EXERCISE_PTX_ONLY)
-        target_compile_options(${lib}_sm90a PRIVATE --generate-code=arch=compute_90a,code=compute_90a)
-      else()
-        target_compile_options(${lib}_sm90a PRIVATE --generate-code=arch=compute_90a,code=sm_90a)
-      endif()
+      target_compile_options(${lib}_sm90a PRIVATE --generate-code=arch=compute_90a,code=sm_90a)
       target_include_directories(${lib}_sm90a PRIVATE ${root})
       target_link_libraries(${lib}_sm90a PRIVATE course_common ${ST_LIBS})
       if(track STREQUAL "exercise")
@@ -127,22 +123,16 @@ function(course_stage dir)
       target_compile_options(${lib} ${_scope} $<$<COMPILE_LANGUAGE:CXX>:${COURSE_EXERCISE_WARNINGS}>)
     endif()
 
-    # A GPU stage's exercise track without its programs (COURSE_EXERCISE_GPU_PROGRAMS=OFF, CI's build):
-    # the lesson code above is all there is to compile.
-    set(_programs ON)
-    if(track STREQUAL "exercise" AND ST_GPU AND NOT COURSE_EXERCISE_GPU_PROGRAMS)
-      set(_programs OFF)
-    endif()
 
     # ---- the trainer -------------------------------------------------------
-    if(ST_TRAINER AND _programs)
+    if(ST_TRAINER)
       add_executable(${prefix}_train_${track} ${CMAKE_SOURCE_DIR}/stages/${dir}/${ST_TRAINER})
       target_link_libraries(${prefix}_train_${track} PRIVATE ${lib})
       target_compile_options(${prefix}_train_${track} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${COURSE_WARNINGS}>)
     endif()
 
     # ---- the tests ---------------------------------------------------------
-    if(COURSE_BUILD_TESTS AND _test_sources AND _programs)
+    if(COURSE_BUILD_TESTS AND _test_sources)
       set(exe ${prefix}_tests_${track})
       # Each task's test files (tests/<dir>/task<N>_<M>_*.cpp) are an object library of their own,
       # linked into the stage's test program and into a program of the task alone,

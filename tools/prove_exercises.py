@@ -78,9 +78,9 @@ def skip_message(stdout, name):
 def why_not_built(build_dir: Path):
     """The reason a build leaves a stage's exercise tests out, where its cache says it did on purpose."""
     cache = build_dir / "CMakeCache.txt"
-    if cache.exists() and "COURSE_EXERCISE_GPU_PROGRAMS:BOOL=OFF" in cache.read_text(errors="replace"):
-        return (" (COURSE_EXERCISE_GPU_PROGRAMS=OFF, CI's build: the GPU stages' exercise programs are left out "
-                "where no GPU can run them)")
+    if cache.exists() and "COURSE_EXERCISE_GPU_STAGES:BOOL=OFF" in cache.read_text(errors="replace"):
+        return (" (COURSE_EXERCISE_GPU_STAGES=OFF, CI's build: the GPU stages' exercise track is left out "
+                "where no GPU can run it; the GPU machine builds and proves it)")
     return ""
 
 
