@@ -9,7 +9,7 @@ import json
 import re
 from pathlib import Path
 
-from . import pooling, studies, tables
+from . import pooling, prose, studies, tables
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DOC = ROOT / "docs" / "replication.md"
@@ -218,14 +218,22 @@ def write(check=False, doc=DOC, figures=None):
     except ValueError as e:
         print(f"replication tables: {e}")
         return 1
+    # The prose around the blocks is written by hand: its figures are checked, not rewritten (prose.py).
+    misquoted = prose.problems(new, lambda exp, machine: load(machine, exp, figures))
+    for line in misquoted:
+        print(f"replication prose: {line}")
+    prose_rc = 1 if misquoted else 0
+    if misquoted:
+        print(f"replication prose: {len(misquoted)} figure(s) of {doc.name}'s prose differ from the JSON they quote: "
+              "edit the prose (tools/replicate_lib/prose.py says what each figure is)")
     if new == text:
         print(f"replication tables: {doc.name} is up to date with its JSON")
-        return 0
+        return prose_rc
     if check:
         print(f"replication tables: {doc.name} differs from its JSON in docs/figures "
               "(python3 tools/replicate.py --tables rewrites it)")
         return 1
     doc.write_text(new)
     print(f"replication tables: {doc.name} rewritten")
-    return 0
+    return prose_rc
 

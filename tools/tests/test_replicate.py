@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import replicate  # noqa: E402
 from compare_lib.runs import Run  # noqa: E402
-from replicate_lib import charts, doc, experiments, pooling, studies, tables  # noqa: E402
+from replicate_lib import charts, doc, experiments, pooling, prose, studies, tables  # noqa: E402
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 MACHINE = {"cpu": "AMD EPYC", "cpu_family": "25", "cpu_model_number": "1", "cpu_vector": "AVX2", "cores": 2, "memory_gib": 23.5, "os": "Debian GNU/Linux 12 (bookworm)",
@@ -316,6 +316,23 @@ class TheDoc(unittest.TestCase):
 
     def test_the_committed_page_matches_its_json(self):
         self.assertEqual(doc.write(check=True), 0, "python3 tools/replicate.py --tables rewrites docs/replication.md")
+
+    def test_a_prose_figure_that_differs_from_its_json_fails_the_check(self):
+        # The committed page and its JSON, with one figure of E5's prose changed by hand (2.26 ms to 2.27 ms):
+        # the tables are still as generated, so only the prose check can catch it.
+        text = doc.DOC.read_text()
+        self.assertEqual(prose.problems(text, lambda exp, machine: doc.load(machine, exp)), [])
+        planted = text.replace("At 1024 stage 02's loop takes 2.26 ms", "At 1024 stage 02's loop takes 2.27 ms", 1)
+        self.assertNotEqual(planted, text, "the planted sentence is no longer in the page: plant another")
+        with tempfile.TemporaryDirectory() as d:
+            page = Path(d) / "replication.md"
+            page.write_text(planted)
+            self.assertEqual(doc.write(check=True, doc=page), 1)
+            found = prose.problems(planted, lambda exp, machine: doc.load(machine, exp))
+            self.assertEqual(len(found), 1, found)
+            self.assertIn("At 1024 stage 02's loop takes 2.26 ms (EPYC)", found[0])
+        # A run that is not measured yet leaves its pieces unchecked rather than failing them.
+        self.assertEqual(prose.problems(planted, lambda exp, machine: None), [])
 
 
 FAKE_TRAINER = r"""#!/usr/bin/env python3
