@@ -7,7 +7,10 @@ run's JSON, formatted as the page writes it. `python3 tools/replicate.py --table
 when a piece, with the figures the JSON gives today, is not in the page: a figure edited by hand,
 or a JSON measured again without the prose that quotes it.
 
-What is checked: the course's figures in E5's prose (the max-pooling study), on both machines.
+What is checked: the figures each experiment's prose quotes from the course's runs (E1 to E6, both
+machines), and the ratios it computes from them. Not checked here: the studies' own figures (they
+are the studies' tables, tools/replicate_lib/studies.py), the models' sizes and FLOPs of the setup
+table, the counts of kernels that the lessons measure, and the dates and times of the runs.
 A piece matches across line breaks (the page's text is wrapped at 100 columns)."""
 import re
 
@@ -47,6 +50,11 @@ def t(x):
     return tables.fmt_s(x).replace(" us", " µs")
 
 
+def two_sig(x):
+    """A large ratio to two significant digits, as the page writes it: 2092.6 -> 2,100."""
+    return f"{float(f'{x:.2g}'):,.0f}"
+
+
 def ratio(a, b, digits=2):
     return f"{a / b:.{digits}g}"
 
@@ -83,7 +91,11 @@ def e5_figures():
          lambda run: [t(s(run("vm"), 4)), t(s(run("h100"), 4)), t(s(run("vm"), 4, "study_numpy"))]),
         ("e5", "It takes {} for the 4 windows of N = 4 and {} for the 65,536 of N = 512",
          lambda run: [t(s(run("h100"), 4, "gpu_per_window")), t(s(run("h100"), 512, "gpu_per_window"))]),
-        ("e5", "the serial loop at 512 ({})", lambda run: [t(s(run("h100"), 512))]),
+        ("e5", "about {} µs a window, {} times the serial loop at 512 ({})",
+         lambda run: [f"{s(run('h100'), 512, 'gpu_per_window') / 65536 * 1e6:.0f}",
+                      two_sig(s(run("h100"), 512, "gpu_per_window") / s(run("h100"), 512)), t(s(run("h100"), 512))]),
+        ("e5", "against the study's 5.18 s, {} to {} times less",
+         lambda run: [two_sig(5.18 / s(run("h100"), 1024)), two_sig(5.18 / s(run("vm"), 1024))]),
         ("e5", "the kernel alone takes {} at every size up to 1024 ({} at 2048)",
          lambda run: [span(min(s(run("h100"), n, "gpu_kernel") for n in run("h100")["sizes"] if n <= 1024),
                            max(s(run("h100"), n, "gpu_kernel") for n in run("h100")["sizes"] if n <= 1024)),
@@ -115,8 +127,250 @@ def e5_figures():
     ]
 
 
+def row_seconds(payload, stage, model, threads=None):
+    """The seconds of a trainer's row (E1 to E4: stage, model and, for stage 03, threads)."""
+    for r in payload.get("rows", []):
+        if r.get("stage") == stage and r.get("model") == model and (threads is None or r.get("threads") == threads):
+            if r.get("status") != "ok":
+                break
+            return r
+    raise KeyError(f"no row of {stage} for {model}" + (f" on {threads} threads" if threads else ""))
+
+
+def x2(a, b):
+    return f"{a / b:.2f}"
+
+
+def e1_figures():
+    def sec(p, stage, model, threads=1):
+        return row_seconds(p, stage, model, threads)["seconds"]
+
+    def epochs(p, stage, model, threads=1):
+        return [t(e) for e in row_seconds(p, stage, model, threads)["epoch_seconds"]]
+
+    def omp(p, model, n):  # stage 03 on n threads against stage 03 on one
+        return x2(sec(p, "03_openmp", model), sec(p, "03_openmp", model, n))
+
+    def fit_p(p, model):
+        return f"{next(f for f in p['fits'] if f['model'] == model)['fit']['p']:.3f}"
+
+    return [
+        ("e1", "the second thread gives {}x, {}x and {}x the speed of stage 03's own one thread (m0, m1, m2)",
+         lambda run: [omp(run("vm"), m, 2) for m in ("m0", "m1", "m2")]),
+        ("e1", "m0 runs {}x, {}x, {}x and {}x as fast on 2, 4, 8 and 16 threads as on one, m2 {}x, {}x, {}x and {}x",
+         lambda run: [omp(run("h100"), m, n) for m in ("m0", "m2") for n in (2, 4, 8, 16)]),
+        ("e1", "stage 02 over stage 03 is {}x for M0, against the thesis's 7.92x; on 16 threads it is {}x. That {}x "
+               "is the product of two factors: {}x from the threads, and {}x because on that host stage 03 on one "
+               "thread ran M0's epoch faster ({}) than stage 02 ({}); on the 2-core machine the two take the same "
+               "time ({} and {})",
+         lambda run: [x2(sec(run("h100"), "02_conv_pool", "m0"), sec(run("h100"), "03_openmp", "m0", 8)),
+                      x2(sec(run("h100"), "02_conv_pool", "m0"), sec(run("h100"), "03_openmp", "m0", 16)),
+                      x2(sec(run("h100"), "02_conv_pool", "m0"), sec(run("h100"), "03_openmp", "m0", 16)),
+                      omp(run("h100"), "m0", 16),
+                      x2(sec(run("h100"), "02_conv_pool", "m0"), sec(run("h100"), "03_openmp", "m0")),
+                      t(sec(run("h100"), "03_openmp", "m0")), t(sec(run("h100"), "02_conv_pool", "m0")),
+                      t(sec(run("vm"), "03_openmp", "m0")), t(sec(run("vm"), "02_conv_pool", "m0"))]),
+        ("e1", "(m1 on stage 02: {}, then {}; m2 on stage 03 with one thread: {}, then {})",
+         lambda run: epochs(run("h100"), "02_conv_pool", "m1") + epochs(run("h100"), "03_openmp", "m2")),
+        ("e1", "(m1 {}x on 2 threads and {}x on 4, m2 {}x on 2) and m1's stage 02 / stage 03 of only {}x on 16 threads",
+         lambda run: [omp(run("h100"), "m1", 2), omp(run("h100"), "m1", 4), omp(run("h100"), "m2", 2),
+                      x2(sec(run("h100"), "02_conv_pool", "m1"), sec(run("h100"), "03_openmp", "m1", 16))]),
+        ("e1", "M0's epoch takes {} on one core of the 2-core machine (AMD EPYC) and {} on one core of the H100 host "
+               "(Intel Xeon) against the thesis's 101 s, {} and {} times less",
+         lambda run: [t(sec(run("vm"), "02_conv_pool", "m0")), t(sec(run("h100"), "02_conv_pool", "m0")),
+                      two_sig(101 / sec(run("vm"), "02_conv_pool", "m0")),
+                      two_sig(101 / sec(run("h100"), "02_conv_pool", "m0"))]),
+        ("e1", "1,000 images are 11 GFLOP: {} GFLOP/s on one EPYC core and {} GFLOP/s on one Xeon core",
+         lambda run: [f"{11 / sec(run(m), '02_conv_pool', 'm0'):.0f}" for m in ("vm", "h100")]),
+        ("e1", "The course's step takes {} ms (EPYC) to {} ms (Xeon) on one thread and {} ms on 16 (M0's {} for 32 "
+               "batches)",
+         lambda run: [f"{sec(run(m), '02_conv_pool', 'm0') / 32 * 1e3:.0f}" for m in ("vm", "h100")]
+         + [f"{sec(run('h100'), '03_openmp', 'm0', 16) / 32 * 1e3:.0f}", t(sec(run("h100"), "03_openmp", "m0", 16))]),
+        ("e1", "m2 (123,824 parameters for 7.13 MFLOP an image) fits p = {}, m0 (210,998 for 3.66 MFLOP) {} and m1 "
+               "(326,198 for 5.71 MFLOP) {}. The 2-core machine's fits put the models in the same order (m2 {}, m0 "
+               "{}, m1 {})",
+         lambda run: [fit_p(run(m), model) for m in ("h100", "vm") for model in ("m2", "m0", "m1")]),
+        ("e1", "(load average {} at the start)", lambda run: [run("vm")["machine"]["load_average_at_start"]]),
+    ]
+
+
+def e2_figures():
+    def sec(p, stage, model, threads=None):
+        return row_seconds(p, stage, model, threads)["seconds"]
+
+    def vs_openmp(p, stage, model):
+        return f"{row_seconds(p, stage, model)['speedup_vs_openmp']:.2f}"
+
+    gpu = ("05_im2col_gemm", "06_cudnn", "08_fused")
+    return [
+        ("e2", "M0's epoch takes {} on stage 05 (CUDA), {} on stage 06 (cuDNN, with its CUDA graph) and {} on "
+               "stage 08 (fused kernels), against {} for stage 03 on the host's 16 cores and {} for stage 02 on "
+               "one: {}x, {}x and {}x stage 03's speed. M1 and M2 come in the same order (m1 {}x, {}x, {}x; "
+               "m2 {}x, {}x, {}x)",
+         lambda run: [t(sec(run("h100"), st, "m0")) for st in gpu]
+         + [t(sec(run("h100"), "03_openmp", "m0")), t(sec(run("h100"), "02_conv_pool", "m0"))]
+         + [vs_openmp(run("h100"), st, m) for m in ("m0", "m1", "m2") for st in gpu]),
+        ("e2", "its stage 03 figure is the slower of its two epochs ({} after {}",
+         lambda run: list(reversed([t(e) for e in row_seconds(run("h100"), "03_openmp", "m1")["epoch_seconds"]]))),
+        ("e2", "(M0: {} on 2 threads)", lambda run: [t(sec(run("vm"), "03_openmp", "m0", 2))]),
+        ("e2", "so M0's step takes {} ms on stage 05, {} ms on stage 06 and {} ms on stage 08",
+         lambda run: [f"{sec(run('h100'), st, 'm0') / 32 * 1e3:.2g}" for st in gpu]),
+        ("e2", "{} to {} TFLOP/s (11 GFLOP an epoch for M0; M2's 43 GFLOP run at {} to {} TFLOP/s)",
+         lambda run: [f"{11e-3 / sec(run('h100'), st, 'm0'):.2g}" for st in ("05_im2col_gemm", "08_fused")]
+         + [f"{43e-3 / sec(run('h100'), st, 'm2'):.2g}" for st in ("05_im2col_gemm", "08_fused")]),
+        ("e2", "and takes {} times M0's epoch on stage 05, {} times on stage 06 and {} times on stage 08",
+         lambda run: [x2(sec(run("h100"), st, "m1"), sec(run("h100"), st, "m0")) for st in gpu]),
+    ]
+
+
+def e3_figures():
+    def sec(p, stage, model, variant=""):
+        for r in p.get("rows", []):
+            if r.get("stage") == stage and r.get("model") == model and (r.get("variant") or "") == variant:
+                if r.get("status") == "ok":
+                    return r["seconds"]
+        raise KeyError(f"no row of {stage} for {model}" + (f" ({variant})" if variant else ""))
+
+    def r5(p, model, variant):  # stage 05 / stage 06
+        return sec(p, "05_im2col_gemm", model) / sec(p, "06_cudnn", model, variant)
+
+    def steps(model):
+        return 32 if model in ("m0", "m1") else 63  # the thesis's epochs at batch 32: 1,000 or 2,000 images
+
+    def saved(p, model):  # what the graph saves stage 06 an epoch
+        return sec(p, "06_cudnn", model, "graph off") - sec(p, "06_cudnn", model, "graph on")
+
+    def grows(p, stage, variant):  # the epoch from m0 to m4
+        return sec(p, stage, "m4", variant) / sec(p, stage, "m0", variant)
+
+    models = ("m0", "m1", "m2", "m3", "m4")
+    return [
+        ("e3", "05 / 06 = {}x, {}x and {}x on m0, m1 and m2 (cuDNN takes {}, {} and {} times stage 05's time), and "
+               "cuDNN is ahead from m3 on, {}x on m3 and {}x on m4",
+         lambda run: [f"{r5(run('h100'), m, 'graph off'):.2f}" for m in ("m0", "m1", "m2")]
+         + [f"{1 / r5(run('h100'), m, 'graph off'):.2f}" for m in ("m0", "m1", "m2")]
+         + [f"{r5(run('h100'), m, 'graph off'):.2f}" for m in ("m3", "m4")]),
+        ("e3", "takes nearly the same time for m2 and m3 ({} and {} ms an epoch of 63 steps)",
+         lambda run: [t(sec(run("h100"), "06_cudnn", "m2", "graph off")).split()[0],
+                      t(sec(run("h100"), "06_cudnn", "m3", "graph off")).split()[0]]),
+        ("e3", "stage 05's epoch grows {} times ({} to {}), stage 06's {} times ({} to {})",
+         lambda run: [f"{grows(run('h100'), '05_im2col_gemm', ''):.1f}",
+                      t(sec(run("h100"), "05_im2col_gemm", "m0")), t(sec(run("h100"), "05_im2col_gemm", "m4")),
+                      f"{grows(run('h100'), '06_cudnn', 'graph off'):.1f}",
+                      t(sec(run("h100"), "06_cudnn", "m0", "graph off")).split()[0],
+                      t(sec(run("h100"), "06_cudnn", "m4", "graph off"))]),
+        ("e3", "cuDNN is ahead on every model, {}x to {}x",
+         lambda run: [f"{min(r5(run('h100'), m, 'graph on') for m in models):.2f}",
+                      f"{max(r5(run('h100'), m, 'graph on') for m in models):.2f}"]),
+        ("e3", "It saves {} ms (m0) to {} ms (m4) an epoch, {} to {} ms a step",
+         lambda run: [f"{saved(run('h100'), m) * 1e3:.3g}" for m in ("m0", "m4")]
+         + [f"{f(saved(run('h100'), m) / steps(m) for m in models) * 1e3:.2f}" for f in (min, max)]),
+        ("e3", "({}x on m1, {}x on m2): per step, stage 05 takes {} ms on m1 and {} ms on m2, while stage 06 goes from "
+               "{} to {} ms",
+         lambda run: [f"{r5(run('h100'), m, 'graph on'):.2f}" for m in ("m1", "m2")]
+         + [f"{sec(run('h100'), '05_im2col_gemm', m) / steps(m) * 1e3:.2f}" for m in ("m1", "m2")]
+         + [f"{sec(run('h100'), '06_cudnn', m, 'graph on') / steps(m) * 1e3:.2f}" for m in ("m1", "m2")]),
+    ]
+
+
+def e4_figures():
+    def layer(p, name):
+        for r in p.get("table", []):
+            if r.get("layer") == name:
+                return r
+        raise KeyError(f"no layer '{name}' in E4's table")
+
+    def ms(x):
+        return f"{x:.3f}"
+
+    def ratio(p, name):  # stage 05 / stage 06
+        r = layer(p, name)
+        return f"{r['stage05_ms'] / r['stage06_ms']:.2f}"
+
+    def step_ms(p, stage):  # a profiled step: every row of the trainer's profile table
+        return sum(v["forward_ms_per_batch"] + v["backward_ms_per_batch"] for v in p["layers"][stage].values())
+
+    def conv_share(p, stage):
+        convs = sum(v["forward_ms_per_batch"] + v["backward_ms_per_batch"]
+                    for k, v in p["layers"][stage].items() if k.startswith("conv"))
+        return f"{100 * convs / step_ms(p, stage):.0f}"
+
+    def gap_ns(r):  # how much sooner cuDNN is done
+        return (r["stage05_ms"] - r["stage06_ms"]) * 1e6
+
+    def cudnn_wins(p):
+        return str(sum(r["stage06_ms"] < r["stage05_ms"] for r in p["table"]))
+
+    return [
+        ("e4", "cuDNN (stage 06) is faster on {} of the {} figures here", lambda run: [cudnn_wins(run("h100")),
+                                                                                   str(len(run("h100")["table"]))]),
+        ("e4", "(pool forward 2 is a tie, {} ms on both, cuDNN ahead by {} ns)",
+         lambda run: [ms(layer(run("h100"), "pool forward 2")["stage06_ms"]),
+                      f"{gap_ns(layer(run('h100'), 'pool forward 2')):.0f}"]),
+        ("e4", "cuDNN only conv forward 1 ({} against {} ms, {}x)",
+         lambda run: [ms(layer(run("h100"), "conv forward 1")["stage06_ms"]),
+                      ms(layer(run("h100"), "conv forward 1")["stage05_ms"]), ratio(run("h100"), "conv forward 1")]),
+        ("e4", "05 / stage 06 = {}x here: {} against {} ms; 0.38x in the thesis), and the last block's forward is even "
+               "here ({}x)",
+         lambda run: [ratio(run("h100"), "conv backward 2"), ms(layer(run("h100"), "conv backward 2")["stage05_ms"]),
+                      ms(layer(run("h100"), "conv backward 2")["stage06_ms"]), ratio(run("h100"), "conv forward 2")]),
+        ("e4", "which stage 05 wins here ({} against {} ms, {}x), and the first block ({}x forward and {}x backward",
+         lambda run: [ms(layer(run("h100"), "conv backward 1")["stage05_ms"]),
+                      ms(layer(run("h100"), "conv backward 1")["stage06_ms"]), ratio(run("h100"), "conv backward 1"),
+                      ratio(run("h100"), "conv forward 0"), ratio(run("h100"), "conv backward 0")]),
+        ("e4", "a profiled step of m2 takes {} ms on stage 06 and {} ms on stage 05 (the trainers' profile tables), "
+               "{}% and {}% of it in the three conv layers",
+         lambda run: [ms(step_ms(run("h100"), "06_cudnn")), ms(step_ms(run("h100"), "05_im2col_gemm")),
+                      conv_share(run("h100"), "06_cudnn"), conv_share(run("h100"), "05_im2col_gemm")]),
+    ]
+
+
+def e6_figures():
+    def row(p, stage, tag):
+        for r in p.get("rows", []):
+            if r.get("stage") == stage and r.get("tag") == tag and r.get("status") == "ok":
+                return r
+        raise KeyError(f"no row of {stage} for {tag}")
+
+    def sec(p, stage, tag="e6"):
+        return row(p, stage, tag)["seconds"]
+
+    def per_step_us(p, stage, tag="e6"):  # 3,000 rows at batch 64: 47 steps
+        return f"{sec(p, stage, tag) / 47 * 1e6:.0f}"
+
+    def acc(p, stage, tag):
+        return f"{100 * row(p, stage, tag)['test_accuracy']:.2f}%"
+
+    def mae(p, stage, tag):
+        return f"{row(p, stage, tag)['mae']:.4f}"
+
+    wide = "e6-256-256"
+    return [
+        ("e6", "stage 04 takes {} an epoch of 3,000 rows against stage 01's {} on one core of the host: {}x",
+         lambda run: [t(sec(run("h100"), "04_cuda_matmul")), t(sec(run("h100"), "01_fc_softmax")),
+                      f"{run('h100')['speedups']['12,16,8,3']:.2f}"]),
+        ("e6", "an epoch is 47 steps, {} µs a step on the GPU against {} µs on one Xeon core ({} µs on one EPYC "
+               "core of the 2-core machine: {} an epoch)",
+         lambda run: [per_step_us(run("h100"), "04_cuda_matmul"), per_step_us(run("h100"), "01_fc_softmax"),
+                      per_step_us(run("vm"), "01_fc_softmax"), t(sec(run("vm"), "01_fc_softmax"))]),
+        ("e6", "Both stages learn the same thing: {} test accuracy and test MAE {} after 5 epochs on both",
+         lambda run: [acc(run("h100"), "04_cuda_matmul", "e6"), mae(run("h100"), "04_cuda_matmul", "e6")]),
+        ("e6", "Stage 01's epoch grows {}-fold, to {}; stage 04's barely moves, {} to {}",
+         lambda run: [f"{sec(run('h100'), '01_fc_softmax', wide) / sec(run('h100'), '01_fc_softmax'):.0f}",
+                      t(sec(run("h100"), "01_fc_softmax", wide)), t(sec(run("h100"), "04_cuda_matmul")),
+                      t(sec(run("h100"), "04_cuda_matmul", wide))]),
+        ("e6", "its launches still set its time: {}x", lambda run: [f"{run('h100')['speedups']['12,256,256,3']:.2f}"]),
+        ("e6", "takes {} times as long as the 2-core machine's EPYC core on stage 01 here ({} against {})",
+         lambda run: [f"{sec(run('h100'), '01_fc_softmax', wide) / sec(run('vm'), '01_fc_softmax', wide):.2g}",
+                      t(sec(run("h100"), "01_fc_softmax", wide)), t(sec(run("vm"), "01_fc_softmax", wide))]),
+        ("e6", "({} and {}, test MAE {} and {})",
+         lambda run: [acc(run("h100"), "01_fc_softmax", wide), acc(run("h100"), "04_cuda_matmul", wide),
+                      mae(run("h100"), "01_fc_softmax", wide), mae(run("h100"), "04_cuda_matmul", wide)]),
+    ]
+
+
 def figures():
-    return e5_figures()
+    return e1_figures() + e2_figures() + e3_figures() + e4_figures() + e5_figures() + e6_figures()
 
 
 def squash(text):
