@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -54,35 +55,39 @@ std::vector<PoolCase> avgpool_cases() {
 
 std::string describe(const PoolCase& c) { return "batch " + std::to_string(c.B) + ", " + c.g.str("average-pool"); }
 
+/// One pass of case `c` on the GPU and on stage 02 from the same random input (`seed`): the forward
+/// pass (x -> y) or the backward (dy -> dx), into a poisoned buffer, within the tolerance above.
+void expect_pass_like_stage02(const std::string& what, const PoolCase& c, bool forward, std::uint64_t seed) {
+  const std::size_t in = static_cast<std::size_t>(c.B) * (forward ? c.g.in_size() : c.g.out_size());
+  const std::size_t out = static_cast<std::size_t>(c.B) * (forward ? c.g.out_size() : c.g.in_size());
+  const std::vector<float> x = random_floats(in, seed);
+  const DeviceBuffer<float> dev_x = to_device(x);
+  DeviceBuffer<float> y = poisoned<float>(out);
+  std::vector<float> want(out);
+  if (forward) {
+    avgpool_forward_gpu(dev_x.get(), y.get(), c.B, c.g);
+    avgpool_forward(x.data(), want.data(), c.B, c.g);
+  } else {
+    avgpool_backward_gpu(dev_x.get(), y.get(), c.B, c.g);
+    avgpool_backward(x.data(), want.data(), c.B, c.g);
+  }
+  EXPECT_TRUE(close(what, to_host(y), want, forward ? pool_output_shape(c) : pool_input_shape(c),
+                    testkit::avgpool_atol(c.g, x), 0));
+}
+
 }  // namespace
 
 TEST(Stage05_AvgPool, ForwardMatchesStage02OnEveryShape) {
   SKIP_WITHOUT_GPU();
-  for (const PoolCase& c : avgpool_cases()) {
-    const std::vector<float> x = random_floats(static_cast<std::size_t>(c.B) * c.g.in_size(), 81);
-    const DeviceBuffer<float> dev_x = to_device(x);
-    DeviceBuffer<float> y = poisoned<float>(static_cast<std::size_t>(c.B) * c.g.out_size());
-    avgpool_forward_gpu(dev_x.get(), y.get(), c.B, c.g);
-    std::vector<float> want(y.size());
-    avgpool_forward(x.data(), want.data(), c.B, c.g);
-    EXPECT_TRUE(
-        close("y, " + describe(c), to_host(y), want, pool_output_shape(c), testkit::avgpool_atol(c.g, x), 0));
-  }
+  for (const PoolCase& c : avgpool_cases())
+    expect_pass_like_stage02("y, " + describe(c), c, /*forward=*/true, 81);
 }
 
 // dx is written everywhere (the buffer starts poisoned), with each cell's share of every window that holds it.
 TEST(Stage05_AvgPool, BackwardMatchesStage02OnEveryShape) {
   SKIP_WITHOUT_GPU();
-  for (const PoolCase& c : avgpool_cases()) {
-    const std::vector<float> dy = random_floats(static_cast<std::size_t>(c.B) * c.g.out_size(), 82);
-    const DeviceBuffer<float> dev_dy = to_device(dy);
-    DeviceBuffer<float> dx = poisoned<float>(static_cast<std::size_t>(c.B) * c.g.in_size());
-    avgpool_backward_gpu(dev_dy.get(), dx.get(), c.B, c.g);
-    std::vector<float> want(dx.size());
-    avgpool_backward(dy.data(), want.data(), c.B, c.g);
-    EXPECT_TRUE(
-        close("dx, " + describe(c), to_host(dx), want, pool_input_shape(c), testkit::avgpool_atol(c.g, dy), 0));
-  }
+  for (const PoolCase& c : avgpool_cases())
+    expect_pass_like_stage02("dx, " + describe(c), c, /*forward=*/false, 82);
 }
 
 // 2x2 windows, stride 2, padding 1 on a 3x3 plane, worked by hand: the windows

@@ -27,16 +27,8 @@ std::unique_ptr<Engine> make_stage06(const EngineConfig& cfg) { return std::make
 
 TEST(Stage06_Trainer, CnnLearnsAndItsModelLoadsInStages02And05) {
   S06_SKIP_WITHOUT_GPU();
-  const std::string model = ::testing::TempDir() + "s06_cnn_model.bin";
-  std::remove(model.c_str());
-  const auto trained = run_with_json(kStage06, make_stage06,
-                                     {"--model", "cnn", "--dataset", "synthetic", "--limit", "1280", "--epochs", "3",
-                                      "--lr", "0.02", "--save", model},
-                                     "s06_train.json");
-  ASSERT_EQ(trained.code, 0) << trained.out << trained.err;
-  trainer_run::expect_learns(trained.json, "the cnn on stage 06");
-  trainer_run::expect_loaders_evaluate_the_model_alike(
-      model, trained.json, "06", {trainer_run::stage02_loader(), trainer_run::stage05_loader()}, "");
+  trainer_run::expect_cnn_learns_and_loads_in(kStage06, make_stage06, {},
+                                              {trainer_run::stage02_loader(), trainer_run::stage05_loader()});
 }
 
 // A model file of another architecture is refused, with the message naming both.

@@ -29,21 +29,14 @@ std::unique_ptr<Engine> make_stage08(const EngineConfig& cfg) { return make_fuse
 
 TEST(Stage08_Trainer, CnnLearnsAndItsModelLoadsInStages02_05And06) {
   SKIP_WITHOUT_GPU();
-  const std::string model = ::testing::TempDir() + "s08_cnn_model.bin";
-  std::remove(model.c_str());
-  const auto trained = run_with_json(kStage08, make_stage08,
-                                     {"--model", "cnn", "--dataset", "synthetic", "--limit", "1280", "--epochs", "3",
-                                      "--lr", "0.02", "--lr-schedule", "cosine", "--save", model},
-                                     "s08_train.json");
-  ASSERT_EQ(trained.code, 0) << trained.out << trained.err;
-  trainer_run::expect_learns(trained.json, "the cnn on stage 08");
-  EXPECT_EQ(trained.json.at("stage_results").at("kernels_per_step").get<int>(), 9);
   const auto make_stage06 = [](const EngineConfig& cfg) -> std::unique_ptr<Engine> {
     return std::make_unique<GpuEngine>(cfg, std::make_unique<CudnnStep>(cfg));
   };
-  const std::vector<trainer_run::StageEngine> loaders{
-      trainer_run::stage02_loader(), trainer_run::stage05_loader(), {{"06_cudnn", "Stage 06 (test)"}, make_stage06}};
-  trainer_run::expect_loaders_evaluate_the_model_alike(model, trained.json, "08", loaders, "_s08");
+  const nlohmann::json trained = trainer_run::expect_cnn_learns_and_loads_in(
+      kStage08, make_stage08, {"--lr-schedule", "cosine"},
+      {trainer_run::stage02_loader(), trainer_run::stage05_loader(), {{"06_cudnn", "Stage 06 (test)"}, make_stage06}});
+  ASSERT_TRUE(trained.contains("stage_results")) << "the training run wrote no stage_results";
+  EXPECT_EQ(trained.at("stage_results").at("kernels_per_step").get<int>(), 9);
 }
 
 TEST(Stage08_Trainer, MlpLearnsWithThePersistentKernelToo) {
