@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One line per epoch of each trainer JSON (--json) that tools/gpu/stageNN.sh kept as train_NAME.json: the
+"""One line per epoch of each trainer JSON (--json) that tools/gpu/stage.sh NN kept as train_NAME.json: the
 run's name, seconds, images/s, loss, test accuracy, the stage's workspace where it reports one (stage 05's
 split-K), the device and the data set.
 
