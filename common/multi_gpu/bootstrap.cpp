@@ -1,5 +1,6 @@
 /// @file bootstrap.cpp
-/// @brief Multi-GPU plumbing (given code, not a lesson): the rank's place from the environment, and the unique id through a file (see the header).
+/// @brief Multi-GPU plumbing (given code, not a lesson): the rank's place from the environment (its launcher's
+/// variables, the rendezvous address), and the unique id through a file (see the header).
 #include "common/multi_gpu/bootstrap.hpp"
 
 #include <unistd.h>
@@ -46,7 +47,69 @@ RankPlace place_from(const EnvLookup& env, const char* rank_var, const char* wor
 
 std::string header_line(int world) { return "course-nccl-id 1 world " + std::to_string(world) + "\n"; }
 
+int port_number(const EnvLookup& env, const char* name) {
+  const int port = whole_number(env, name);
+  if (port < 1 || port > 65535)
+    throw LaunchError(std::string(name) + "=" + std::to_string(port) + " is not a TCP port (1 to 65535)");
+  return port;
+}
+
+// Slurm's place: only in a task of a job step (srun sets SLURM_STEP_ID; a batch script has none).
+std::optional<RankPlace> slurm_place(const EnvLookup& env) {
+  const char* world_var = is_set(env, "SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS" : "SLURM_NTASKS";
+  RankPlace p = place_from(env, "SLURM_PROCID", world_var, "SLURM_LOCALID", "srun (Slurm)");
+  if (p.world == 1) return std::nullopt;
+  const std::string job = is_set(env, "SLURM_JOB_ID") ? env("SLURM_JOB_ID") : "";
+  p.run_id = job + "." + env("SLURM_STEP_ID");
+  if (is_set(env, "MASTER_ADDR")) {
+    p.rendezvous.host = env("MASTER_ADDR");
+  } else {
+    const char* list = is_set(env, "SLURM_STEP_NODELIST") ? env("SLURM_STEP_NODELIST")
+                       : is_set(env, "SLURM_JOB_NODELIST") ? env("SLURM_JOB_NODELIST")
+                                                           : "";
+    p.rendezvous.host = first_slurm_host(list);
+  }
+  if (is_set(env, "MASTER_PORT")) {
+    p.rendezvous.port = port_number(env, "MASTER_PORT");
+  } else {
+    const std::string digits = job.size() > 3 ? job.substr(job.size() - 3) : job;
+    p.rendezvous.port = 29500 + (digits.find_first_not_of("0123456789") == std::string::npos && !digits.empty()
+                                     ? std::stoi(digits)
+                                     : 0);
+  }
+  return p;
+}
+
+// torchrun's place: RANK, WORLD_SIZE, LOCAL_RANK, with rank 0 at MASTER_ADDR:MASTER_PORT.
+std::optional<RankPlace> torchrun_place(const EnvLookup& env) {
+  RankPlace p = place_from(env, "RANK", "WORLD_SIZE", "LOCAL_RANK", "torchrun's variables");
+  if (p.world == 1) return std::nullopt;
+  if (is_set(env, "TORCHELASTIC_RUN_ID")) p.run_id = env("TORCHELASTIC_RUN_ID");
+  if (is_set(env, "MASTER_ADDR") != is_set(env, "MASTER_PORT"))
+    throw LaunchError(std::string(is_set(env, "MASTER_ADDR") ? "MASTER_PORT" : "MASTER_ADDR") +
+                      " is not set, but " + (is_set(env, "MASTER_ADDR") ? "MASTER_ADDR" : "MASTER_PORT") +
+                      " is: rank 0's address needs both");
+  if (is_set(env, "MASTER_ADDR")) {
+    p.rendezvous.host = env("MASTER_ADDR");
+    p.rendezvous.port = port_number(env, "MASTER_PORT");
+  }
+  return p;
+}
+
 }  // namespace
+
+std::string first_slurm_host(const std::string& list) {
+  // The first item: up to a comma outside brackets.
+  std::size_t end = 0;
+  for (int depth = 0; end < list.size() && (list[end] != ',' || depth > 0); ++end)
+    depth += list[end] == '[' ? 1 : list[end] == ']' ? -1 : 0;
+  const std::string item = list.substr(0, end);
+  const std::size_t open = item.find('['), close = item.find(']');
+  if (open == std::string::npos || close == std::string::npos || close < open) return item;
+  // "prefix[03-04,07]suffix": the first number of the first range, zeros kept.
+  const std::string ranges = item.substr(open + 1, close - open - 1);
+  return item.substr(0, open) + ranges.substr(0, ranges.find_first_of(",-")) + item.substr(close + 1);
+}
 
 std::optional<RankPlace> rank_place_from_env(const EnvLookup& env) {
   std::optional<RankPlace> place;
@@ -55,6 +118,10 @@ std::optional<RankPlace> rank_place_from_env(const EnvLookup& env) {
   else if (is_set(env, "OMPI_COMM_WORLD_RANK") || is_set(env, "OMPI_COMM_WORLD_SIZE"))
     place = place_from(env, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
                        "mpirun (Open MPI)");
+  else if (is_set(env, "SLURM_STEP_ID") && is_set(env, "SLURM_PROCID"))
+    place = slurm_place(env);
+  else if (is_set(env, "RANK") || is_set(env, "WORLD_SIZE"))
+    place = torchrun_place(env);
   if (place && env("COURSE_NCCL_ID_FILE") != nullptr) place->id_file = env("COURSE_NCCL_ID_FILE");
   return place;
 }

@@ -10,13 +10,23 @@
 /// |----------------------------------------------|----------------------------------------------------------------|
 /// | this trainer, `--gpus N` (launcher.hpp)      | COURSE_RANK, COURSE_WORLD_SIZE, COURSE_LOCAL_RANK             |
 /// | Open MPI's `mpirun -np N`                    | OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK |
+/// | Slurm's `srun` (a task of a job step)        | SLURM_PROCID, SLURM_STEP_NUM_TASKS (or SLURM_NTASKS), SLURM_LOCALID |
+/// | torchrun, or anything that sets its variables | RANK, WORLD_SIZE, LOCAL_RANK                                  |
 ///
-/// The id travels through a file that rank 0 writes and the others read: a
-/// path the launcher makes in a fresh temporary folder (COURSE_NCCL_ID_FILE),
-/// or one given with `--nccl-id-file` on a filesystem that every rank sees
-/// (the only choice under mpirun, since this build uses no MPI library: with
-/// MPI one would MPI_Bcast the 128 bytes from rank 0 instead). NCCL itself
-/// needs nothing more: the id holds rank 0's address, and ranks connect there.
+/// The first that is set wins, in that order. Slurm's variables count only in a task
+/// that srun started (SLURM_STEP_ID set): a batch script itself sees SLURM_PROCID=0
+/// and the job's task count, but it is one process. A Slurm or torchrun world of one
+/// is a process on its own (it may start its ranks with `--gpus`).
+///
+/// The id travels one of two ways. Through a file that rank 0 writes and the others
+/// read: a path the launcher makes in a fresh temporary folder (COURSE_NCCL_ID_FILE),
+/// or one given with `--nccl-id-file` on a filesystem that every rank sees. Or over
+/// TCP from rank 0 (rendezvous.hpp), where no file is given and the place names
+/// rank 0's address: torchrun's MASTER_ADDR and MASTER_PORT; under Slurm the same
+/// variables when the job sets them, else the first host of the step
+/// (SLURM_STEP_NODELIST) at port 29500 + the job id's last three digits. (This build
+/// uses no MPI library: with MPI one would MPI_Bcast the 128 bytes from rank 0.)
+/// NCCL itself needs nothing more: the id holds rank 0's address, and ranks connect there.
 ///
 /// The file: a first line "course-nccl-id 1 world <N>", then the 128 bytes.
 /// Rank 0 writes it under another name and links it into place in one step,
@@ -39,23 +49,38 @@ class LaunchError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Where rank 0 hands NCCL's id out over TCP (rendezvous.hpp): a host name or address and a port.
+struct RendezvousAddress {
+  std::string host;
+  int port = 0;
+  std::string str() const { return host + ":" + std::to_string(port); }
+};
+
 /// Where this process stands among the ranks.
 struct RankPlace {
   int rank = 0;
   int world = 1;
   int local_rank = 0;    ///< which GPU of its host: device `local_rank` of those CUDA shows it
-  std::string started_by;  ///< "this trainer's launcher", "mpirun (Open MPI)", or "" for a process on its own
-  std::string id_file;   ///< where rank 0 leaves the NCCL id ("" for a world of one)
+  std::string started_by;  ///< "this trainer's launcher", "mpirun (Open MPI)", "srun (Slurm)", "torchrun's
+                           ///< variables", or "" for a process on its own
+  std::string id_file;     ///< where rank 0 leaves the NCCL id ("" for a world of one, or over TCP)
+  RendezvousAddress rendezvous;  ///< where rank 0 hands the id out over TCP (host "" when it does not)
+  std::string run_id;      ///< what tells this run's ranks from another run's there (Slurm's job.step,
+                           ///< TORCHELASTIC_RUN_ID; "" when the launcher gives none)
 };
 
 /// Reads a variable of the environment (std::getenv, or a table in the tests).
 using EnvLookup = std::function<const char*(const char*)>;
 
-/// The place the environment gives: the COURSE_* variables, else Open MPI's, else
-/// std::nullopt (a process started by a person). COURSE_NCCL_ID_FILE gives the
-/// id file. Throws LaunchError naming the variable for a value that is not a
-/// whole number, a world below 1, a rank outside [0, world), or a set that is incomplete.
+/// The place the environment gives: the COURSE_* variables, else Open MPI's, else Slurm's, else
+/// torchrun's (the table above), else std::nullopt (a process started by a person).
+/// COURSE_NCCL_ID_FILE gives the id file, MASTER_ADDR and MASTER_PORT the rendezvous. Throws
+/// LaunchError naming the variable for a value that is not a whole number, a world below 1, a rank
+/// outside [0, world), a port outside 1 to 65535, or a set that is incomplete.
 std::optional<RankPlace> rank_place_from_env(const EnvLookup& env);
+
+/// The first host of a Slurm host list: "gpu[03-04,07],cpu1" -> "gpu03", "a1,a2" -> "a1".
+std::string first_slurm_host(const std::string& list);
 
 /// Bytes of a unique id (NCCL_UNIQUE_ID_BYTES); checked where ids are read and written.
 constexpr std::size_t kUniqueIdBytes = 128;

@@ -19,7 +19,8 @@ void add_multi_gpu_options(CLI::App& app, MultiGpuOptions& o, const std::optiona
   app.add_flag("--spawn", o.spawn,
                "Start the ranks as child processes even for --gpus 1 (the multi-process path on one GPU)");
   app.add_option("--nccl-id-file", o.nccl_id_file,
-                 "Under mpirun: a path every rank sees, where rank 0 leaves NCCL's unique id (it must not exist)")
+                 "Under mpirun, srun or torchrun: a path every rank sees, where rank 0 leaves NCCL's unique id (it "
+                 "must not exist); without it, rank 0 hands the id out over TCP at MASTER_ADDR:MASTER_PORT")
       ->type_name("PATH");
   app.add_option("--allreduce", o.allreduce,
                  "How the gradients are summed over the GPUs: one all-reduce after the backward pass (flat), "
@@ -52,11 +53,13 @@ void add_multi_gpu_options(CLI::App& app, MultiGpuOptions& o, const std::optiona
       throw CLI::ValidationError("--gpus", std::to_string(o.gpus) + ", but " + place->started_by + " started " +
                                                  std::to_string(place->world) +
                                                  " ranks: leave --gpus out, or make the two agree");
-    if (place && place->world > 1 && place->id_file.empty() && o.nccl_id_file.empty())
+    if (place && place->world > 1 && place->id_file.empty() && o.nccl_id_file.empty() &&
+        place->rendezvous.host.empty())
       throw CLI::ValidationError("--nccl-id-file", "needed: " + place->started_by + " started " +
                                                        std::to_string(place->world) + " ranks, and rank 0 leaves NCCL's "
                                                        "unique id for the others in this file, on a filesystem every rank "
-                                                       "sees (this build has no MPI library to send it)");
+                                                       "sees (or set MASTER_ADDR and MASTER_PORT, rank 0's address: it "
+                                                       "hands the id out over TCP there)");
     if (place && o.spawn && place->started_by != "this trainer's launcher")
       throw CLI::ValidationError("--spawn", "this process is already a rank (started by " + place->started_by + ")");
     // Before the data is loaded: without a GPU there is nothing to wait for.

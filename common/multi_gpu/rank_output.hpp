@@ -15,12 +15,11 @@
 namespace course {
 
 /// Installs the above for the life of the object (rank > 0 only; rank 0 is left as it is).
+/// Not copyable: it owns the thread that forwards the lines.
 class RankOutput {
  public:
   explicit RankOutput(int rank);
   ~RankOutput();
-  RankOutput(const RankOutput&) = delete;
-  RankOutput& operator=(const RankOutput&) = delete;
 
  private:
   int rank_;

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "common/multi_gpu/nccl_check.hpp"
+#include "common/multi_gpu/rendezvous.hpp"
 
 namespace course {
 
@@ -45,10 +46,22 @@ ncclUniqueId new_unique_id() {
 ncclUniqueId share_unique_id(const RankPlace& place, const std::string& id_file, double timeout_s) {
   static_assert(sizeof(ncclUniqueId) == kUniqueIdBytes, "NCCL's unique id is not 128 bytes here");
   if (place.world == 1) return new_unique_id();
+  ncclUniqueId id;
+  if (id_file.empty() && !place.rendezvous.host.empty()) {  // over TCP: rank 0 listens, the others ask
+    if (place.rank == 0) {
+      id = new_unique_id();
+      UniqueIdServer server(place.rendezvous.port);
+      server.serve(std::string(id.internal, kUniqueIdBytes), place.world, place.run_id, timeout_s);
+    } else {
+      const std::string bytes = fetch_unique_id(place.rendezvous, place.world, place.rank, place.run_id, timeout_s);
+      std::memcpy(id.internal, bytes.data(), kUniqueIdBytes);
+    }
+    return id;
+  }
   if (id_file.empty())
     throw LaunchError("rank " + std::to_string(place.rank) + " of " + std::to_string(place.world) +
-                      " has no file to share NCCL's unique id through (--nccl-id-file)");
-  ncclUniqueId id;
+                      " has no way to share NCCL's unique id: no file (--nccl-id-file) and no rendezvous address "
+                      "(MASTER_ADDR, MASTER_PORT)");
   if (place.rank == 0) {
     id = new_unique_id();
     publish_unique_id(id_file, std::string(id.internal, kUniqueIdBytes), place.world);

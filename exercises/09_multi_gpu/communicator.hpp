@@ -55,7 +55,9 @@ ncclUniqueId new_unique_id();
 
 /// The run's unique id on every rank: a fresh one for a world of one; else
 /// rank 0 makes one and publishes it in `id_file`, and the other ranks wait for
-/// it there (common/multi_gpu/bootstrap.hpp), `timeout_s` at most.
+/// it there (common/multi_gpu/bootstrap.hpp); or, with no file and a rendezvous
+/// address in `place`, rank 0 hands it to each rank over TCP (rendezvous.hpp).
+/// `timeout_s` at most.
 ncclUniqueId share_unique_id(const RankPlace& place, const std::string& id_file, double timeout_s);
 
 /// One rank's membership of a communicator, watched by a Watchdog. Made on the rank's GPU.

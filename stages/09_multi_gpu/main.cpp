@@ -201,13 +201,17 @@ int main(int argc, char** argv) {
   const course::RankOutput output(me.rank);  // ranks but 0: quiet stdout, stderr prefixed "rank R: "
   int gpus = 0;
   if (cudaGetDeviceCount(&gpus) == cudaSuccess && gpus > 0) {
-    if (me.local_rank >= gpus) {
+    // A cluster's launcher may give each task its own GPU (Slurm's --gpus-per-task=1 sets
+    // CUDA_VISIBLE_DEVICES per task): then the one GPU this task sees is its device 0.
+    const bool bound = gpus == 1 && (me.started_by == "srun (Slurm)" || me.started_by == "torchrun's variables");
+    const int device = bound ? 0 : me.local_rank;
+    if (device >= gpus) {
       std::cerr << "error: rank " << me.rank << " is local rank " << me.local_rank << " of its host, but CUDA shows "
                 << gpus << " GPU" << (gpus == 1 ? "" : "s") << " there\n";
       return course::kExitUsage;
     }
-    if (cudaSetDevice(me.local_rank) != cudaSuccess) {
-      std::cerr << "error: cudaSetDevice(" << me.local_rank << ") failed for rank " << me.rank << "\n";
+    if (cudaSetDevice(device) != cudaSuccess) {
+      std::cerr << "error: cudaSetDevice(" << device << ") failed for rank " << me.rank << "\n";
       return course::kExitError;
     }
   }  // no GPU at all: the trainer's check says so once the command line is read
@@ -221,7 +225,8 @@ int main(int argc, char** argv) {
         const std::string id_file = !mg.nccl_id_file.empty() ? mg.nccl_id_file : me.id_file;
         auto comm = std::make_unique<course::Communicator>(course::share_unique_id(me, id_file, mg.nccl_timeout_s),
                                                            me.rank, me.world, mg.nccl_timeout_s);
-        if (me.rank == 0 && me.world > 1) std::remove(id_file.c_str());  // every rank has joined: the id is spent
+        if (me.rank == 0 && me.world > 1 && !id_file.empty())
+          std::remove(id_file.c_str());  // every rank has joined: the id is spent
         std::string about;
         std::unique_ptr<course::StepModel> step = make_step(step_name, local, mg, &about);
         const auto* cudnn = dynamic_cast<const course::CudnnStep*>(step.get());

@@ -16,6 +16,9 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,12 +29,31 @@
 #include "09_multi_gpu/communicator.hpp"
 #include "common/gpu/cuda_check.hpp"
 #include "common/model/model_file.hpp"
+#include "common/multi_gpu/bootstrap.hpp"
 #include "common/multi_gpu/nccl_check.hpp"
 #include "common/core/rng.hpp"
 
 namespace course::s09test {
 
 namespace fs = std::filesystem;
+
+/// `p` is rank `rank` of `world`, local rank `local`, started by `by`.
+inline void expect_place(const std::optional<RankPlace>& p, int rank, int world, int local, const std::string& by) {
+  ASSERT_TRUE(p.has_value()) << "no place: a process on its own";
+  EXPECT_EQ(p->rank, rank);
+  EXPECT_EQ(p->world, world);
+  EXPECT_EQ(p->local_rank, local);
+  EXPECT_EQ(p->started_by, by);
+}
+
+/// An environment made of a table (for course::rank_place_from_env).
+inline EnvLookup table(std::map<std::string, std::string> vars) {
+  auto shared = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
+  return [shared](const char* name) -> const char* {
+    const auto it = shared->find(name);
+    return it == shared->end() ? nullptr : it->second.c_str();
+  };
+}
 
 /// GPUs CUDA shows this process (0 without a usable driver).
 inline int gpu_count() {

@@ -19,24 +19,13 @@
 #include "common/multi_gpu/watchdog.hpp"
 #include "common/train/cli.hpp"
 #include "common/train/trainer.hpp"
+#include "expect_contains.hpp"
 #include "s09_support.hpp"
 
 using namespace course;
 using namespace course::s09test;
 
 namespace {
-
-#define EXPECT_CONTAINS(text, part) \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"
-
-// An environment made of a table.
-EnvLookup table(std::map<std::string, std::string> vars) {
-  auto shared = std::make_shared<std::map<std::string, std::string>>(std::move(vars));
-  return [shared](const char* name) -> const char* {
-    const auto it = shared->find(name);
-    return it == shared->end() ? nullptr : it->second.c_str();
-  };
-}
 
 std::string launch_error(const std::function<void()>& f) {
   try {
@@ -60,25 +49,16 @@ std::string fake_id(int seed) {
 
 TEST(Stage09_Bootstrap, ThePlaceComesFromTheLaunchersVariablesOrFromOpenMpis) {
   EXPECT_FALSE(rank_place_from_env(table({})).has_value()) << "a process started by a person";
-  EXPECT_FALSE(rank_place_from_env(table({{"RANK", "1"}, {"WORLD_SIZE", "2"}})).has_value())
-      << "other launchers' variables are not ours";
+  // Slurm's and torchrun's variables: stage09_cluster_test.cpp.
 
   auto p = rank_place_from_env(table({{"COURSE_RANK", "1"}, {"COURSE_WORLD_SIZE", "4"}, {"COURSE_LOCAL_RANK", "1"},
                                       {"COURSE_NCCL_ID_FILE", "/tmp/x/nccl-id"}}));
-  ASSERT_TRUE(p.has_value());
-  EXPECT_EQ(p->rank, 1);
-  EXPECT_EQ(p->world, 4);
-  EXPECT_EQ(p->local_rank, 1);
+  expect_place(p, 1, 4, 1, "this trainer's launcher");
   EXPECT_EQ(p->id_file, "/tmp/x/nccl-id");
-  EXPECT_EQ(p->started_by, "this trainer's launcher");
 
   p = rank_place_from_env(table({{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"},
                                  {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}}));
-  ASSERT_TRUE(p.has_value());
-  EXPECT_EQ(p->rank, 5);
-  EXPECT_EQ(p->world, 8);
-  EXPECT_EQ(p->local_rank, 1) << "rank 5 of 8 on a host of 4 GPUs drives its GPU 1";
-  EXPECT_EQ(p->started_by, "mpirun (Open MPI)");
+  expect_place(p, 5, 8, 1, "mpirun (Open MPI)");  // rank 5 of 8 on a host of 4 GPUs drives its GPU 1
   EXPECT_TRUE(p->id_file.empty()) << "under mpirun the id file comes from --nccl-id-file";
 
   p = rank_place_from_env(table({{"COURSE_RANK", "0"}, {"COURSE_WORLD_SIZE", "1"}}));
@@ -348,6 +328,14 @@ TEST(Stage09_Options, UnderMpirunTheFlagsMustAgreeWithTheRanks) {
   mg = {};
   std::tie(code, err) = parse({"--nccl-id-file", "/shared/id", "--gpus", "2"}, mpi, mg);
   EXPECT_NE(code, kExitUsage) << "--gpus equal to the ranks is fine: " << err;
+  mg = {};
+  EXPECT_CONTAINS(parse({}, mpi, mg).second, "MASTER_ADDR") << "the other way to share the id is named";
+  RankPlace slurm = mpi;
+  slurm.started_by = "srun (Slurm)";
+  slurm.rendezvous = {"gpu03", 29956};
+  mg = {};
+  std::tie(code, err) = parse({}, slurm, mg);
+  EXPECT_NE(code, kExitUsage) << "with rank 0's address the id goes over TCP, no file needed: " << err;
 }
 
 TEST(Stage09_Options, WhatAProcessDoes) {
