@@ -210,13 +210,14 @@ std::string fetch_unique_id(const RendezvousAddress& at, int world, int rank, co
       Socket s(fd);
       set_io_timeout(fd, std::max(1.0, std::min(30.0, seconds_left(deadline))));
       std::string line, id;
+      // A connection closed without an answer (rank 0 restarting, or gone before it read us): try again.
       if (send_all(fd, hello_line(world, rank, run_id)) && read_line(fd, &line)) {
         if (line == "ok" && read_exactly(fd, kUniqueIdBytes, &id)) return id;
         if (line.rfind("refused: ", 0) == 0)
           throw LaunchError(who + ": rank 0 at " + at.str() + " refused it: " + line.substr(9));
+        throw std::runtime_error(who + ": " + at.str() + " answered, but not with NCCL's id: is something else "
+                                 "listening there (another program on MASTER_PORT)?");
       }
-      throw std::runtime_error(who + ": " + at.str() + " answered, but not with NCCL's id: is something else "
-                               "listening there (another program on MASTER_PORT)?");
     }
     if (seconds_left(deadline) <= 0)
       throw std::runtime_error(who + ": could not reach rank 0 at " + at.str() + " within " +
