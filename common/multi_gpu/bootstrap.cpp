@@ -59,6 +59,7 @@ std::optional<RankPlace> slurm_place(const EnvLookup& env) {
   const char* world_var = is_set(env, "SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS" : "SLURM_NTASKS";
   RankPlace p = place_from(env, "SLURM_PROCID", world_var, "SLURM_LOCALID", "srun (Slurm)");
   if (p.world == 1) return std::nullopt;
+  p.may_bind_gpu = true;
   const std::string job = is_set(env, "SLURM_JOB_ID") ? env("SLURM_JOB_ID") : "";
   p.run_id = job + "." + env("SLURM_STEP_ID");
   if (is_set(env, "MASTER_ADDR")) {
@@ -84,6 +85,7 @@ std::optional<RankPlace> slurm_place(const EnvLookup& env) {
 std::optional<RankPlace> torchrun_place(const EnvLookup& env) {
   RankPlace p = place_from(env, "RANK", "WORLD_SIZE", "LOCAL_RANK", "torchrun's variables");
   if (p.world == 1) return std::nullopt;
+  p.may_bind_gpu = true;
   if (is_set(env, "TORCHELASTIC_RUN_ID")) p.run_id = env("TORCHELASTIC_RUN_ID");
   if (is_set(env, "MASTER_ADDR") != is_set(env, "MASTER_PORT"))
     throw LaunchError(std::string(is_set(env, "MASTER_ADDR") ? "MASTER_PORT" : "MASTER_ADDR") +
@@ -109,6 +111,11 @@ std::string first_slurm_host(const std::string& list) {
   // "prefix[03-04,07]suffix": the first number of the first range, zeros kept.
   const std::string ranges = item.substr(open + 1, close - open - 1);
   return item.substr(0, open) + ranges.substr(0, ranges.find_first_of(",-")) + item.substr(close + 1);
+}
+
+int rank_device(const RankPlace& place, int visible_gpus) {
+  if (place.may_bind_gpu && visible_gpus == 1) return 0;
+  return place.local_rank < visible_gpus ? place.local_rank : -1;
 }
 
 std::optional<RankPlace> rank_place_from_env(const EnvLookup& env) {

@@ -67,7 +67,13 @@ struct RankPlace {
   RendezvousAddress rendezvous;  ///< where rank 0 hands the id out over TCP (host "" when it does not)
   std::string run_id;      ///< what tells this run's ranks from another run's there (Slurm's job.step,
                            ///< TORCHELASTIC_RUN_ID; "" when the launcher gives none)
+  bool may_bind_gpu = false;  ///< the launcher may give each task a GPU of its own (Slurm's
+                              ///< --gpus-per-task=1, torchrun under a scheduler): see rank_device
 };
+
+/// The CUDA device a rank uses when CUDA shows it `visible_gpus` GPUs: its local rank, or device 0
+/// when a launcher that binds GPUs to tasks left it exactly one; -1 when its local rank has no GPU.
+int rank_device(const RankPlace& place, int visible_gpus);
 
 /// Reads a variable of the environment (std::getenv, or a table in the tests).
 using EnvLookup = std::function<const char*(const char*)>;

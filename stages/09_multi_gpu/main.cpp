@@ -203,9 +203,8 @@ int main(int argc, char** argv) {
   if (cudaGetDeviceCount(&gpus) == cudaSuccess && gpus > 0) {
     // A cluster's launcher may give each task its own GPU (Slurm's --gpus-per-task=1 sets
     // CUDA_VISIBLE_DEVICES per task): then the one GPU this task sees is its device 0.
-    const bool bound = gpus == 1 && (me.started_by == "srun (Slurm)" || me.started_by == "torchrun's variables");
-    const int device = bound ? 0 : me.local_rank;
-    if (device >= gpus) {
+    const int device = course::rank_device(me, gpus);
+    if (device < 0) {
       std::cerr << "error: rank " << me.rank << " is local rank " << me.local_rank << " of its host, but CUDA shows "
                 << gpus << " GPU" << (gpus == 1 ? "" : "s") << " there\n";
       return course::kExitUsage;

@@ -96,6 +96,27 @@ TEST(Stage09_Cluster, TorchrunsVariablesGiveThePlaceAndTheAddress) {
   EXPECT_CONTAINS(bad({{"RANK", "2"}, {"WORLD_SIZE", "2"}}), "ranks are 0 to 1");
 }
 
+TEST(Stage09_Cluster, ARankUsesItsLocalRanksGpuOrTheOneItsLauncherLeftIt) {
+  auto slurm = rank_place_from_env(table(slurm_task()));  // local rank 1
+  ASSERT_TRUE(slurm.has_value());
+  EXPECT_EQ(rank_device(*slurm, 8), 1) << "every GPU of the host visible: the local rank's";
+  EXPECT_EQ(rank_device(*slurm, 1), 0) << "--gpus-per-task=1: the one GPU the task sees";
+  auto torch = rank_place_from_env(table({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"}}));
+  ASSERT_TRUE(torch.has_value());
+  EXPECT_EQ(rank_device(*torch, 1), 0);
+  EXPECT_EQ(rank_device(*torch, 2), 1);
+  // This trainer's launcher and Open MPI leave every GPU visible: one GPU for local rank 1 is a mistake.
+  auto own = rank_place_from_env(table({{"COURSE_RANK", "1"}, {"COURSE_WORLD_SIZE", "2"}, {"COURSE_LOCAL_RANK", "1"}}));
+  ASSERT_TRUE(own.has_value());
+  EXPECT_EQ(rank_device(*own, 1), -1);
+  EXPECT_EQ(rank_device(*own, 2), 1);
+  auto mpi = rank_place_from_env(table({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
+                                        {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}}));
+  ASSERT_TRUE(mpi.has_value());
+  EXPECT_EQ(rank_device(*mpi, 1), -1);
+  EXPECT_EQ(rank_device(*slurm, 0), -1) << "no GPU at all";
+}
+
 TEST(Stage09_Cluster, TheFirstHostOfASlurmHostList) {
   EXPECT_EQ(first_slurm_host("gpu[03-04,07],cpu1"), "gpu03");
   EXPECT_EQ(first_slurm_host("gnode[10,20,25,37]"), "gnode10");
