@@ -126,6 +126,9 @@ std::string encode_checkpoint(const Checkpoint& c) {
                 {"batch", c.batch},
                 {"lr", c.lr},
                 {"lr_schedule", c.lr_schedule},
+                {"lr_scaling", c.lr_scaling},
+                {"lr_reference_batch", c.lr_reference_batch},
+                {"warmup_steps", c.warmup_steps},
                 {"epochs", c.epochs},
                 {"momentum", c.momentum},
                 {"loss", c.loss},
@@ -207,6 +210,11 @@ Checkpoint decode_checkpoint(const std::string& bytes, const std::string& path) 
   c.epochs = static_cast<int>(integer_field(state, "epochs", 0, kMaxInt, r));
   c.lr = real_field(state, "lr", r);
   c.lr_schedule = text_field(state, "lr_schedule", r);
+  if (state.contains("lr_scaling")) {  // absent from checkpoints of before the rule: none, 64, 0
+    c.lr_scaling = text_field(state, "lr_scaling", r);
+    c.lr_reference_batch = static_cast<int>(integer_field(state, "lr_reference_batch", 1, kMaxInt, r));
+    c.warmup_steps = static_cast<int>(integer_field(state, "warmup_steps", 0, kMaxInt, r));
+  }
   c.momentum = real_field(state, "momentum", r);
   c.loss = text_field(state, "loss", r);
   c.dataset = text_field(state, "dataset", r);

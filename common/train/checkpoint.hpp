@@ -81,6 +81,9 @@ struct Checkpoint {
   int batch = 1;
   double lr = 0;
   std::string lr_schedule;  ///< --lr-schedule (course::scheduled_learning_rate)
+  std::string lr_scaling = "none";  ///< --lr-scaling, --lr-reference-batch and --warmup-steps
+  int lr_reference_batch = 64;      ///< (course::step_learning_rate); a checkpoint written before
+  int warmup_steps = 0;             ///< they existed reads as none, 64 and 0
   int epochs = 0;           ///< --epochs of the run: the span of a schedule that decays over the run
   double momentum = 0;
   std::string loss;

@@ -282,6 +282,19 @@ void configure_trainer_app(CLI::App& app, TrainerOptions& o, const StageInfo& st
                  "(lr * (1 + cos(pi * e / epochs)) / 2 for epoch e = 0, 1, ...)")
       ->check(CLI::IsMember({"constant", "cosine"}))
       ->type_name("{constant,cosine}");
+  app.add_option("--lr-scaling", o.lr_scaling,
+                 "How the rate follows the batch: none (--lr as given), or linear (--lr is the rate of "
+                 "--lr-reference-batch examples a step; a batch k times larger takes k times the rate)")
+      ->check(CLI::IsMember({"none", "linear"}))
+      ->type_name("{none,linear}");
+  app.add_option("--lr-reference-batch", o.lr_reference_batch, "The batch --lr is meant for under --lr-scaling linear")
+      ->check(at_least(1))
+      ->type_name("N");
+  app.add_option("--warmup-steps", o.warmup_steps,
+                 "Steps over which the rate rises linearly from rate/N to the full rate at the run's start "
+                 "(0 = none); a large batch's scaled rate needs a few hundred")
+      ->check(at_least(0))
+      ->type_name("N");
   app.add_option("--momentum", o.momentum, "SGD momentum in [0, 1) (0 = plain SGD)")->check(zero_to_below_one())->type_name("M");
   app.add_option("--seed", o.seed, "Seed of the initial weights and the shuffling")
       ->type_name("N");
@@ -348,7 +361,8 @@ std::optional<int> parse_trainer_options(int argc, const char* const* argv, cons
 nlohmann::json to_json(const TrainerOptions& o) {
   return {{"model", o.model},     {"arch", o.arch},       {"layers", o.layers},   {"activation", o.activation},
           {"loss", o.loss},       {"dataset", o.dataset}, {"data_dir", o.data_dir}, {"epochs", o.epochs},
-          {"batch", o.batch},     {"lr", o.lr},           {"lr_schedule", o.lr_schedule},           {"momentum", o.momentum}, {"seed", o.seed},
+          {"batch", o.batch},     {"lr", o.lr},           {"lr_schedule", o.lr_schedule},           {"lr_scaling", o.lr_scaling},
+          {"lr_reference_batch", o.lr_reference_batch}, {"warmup_steps", o.warmup_steps}, {"momentum", o.momentum}, {"seed", o.seed},
           {"threads", o.threads}, {"save", o.save},       {"load", o.load},       {"evaluate", o.evaluate},
           {"limit", o.limit},     {"profile", o.profile}, {"json", o.json},       {"verbose", o.verbose},
           {"progress", o.progress}, {"checkpoint_every", o.checkpoint_every}, {"checkpoint", o.checkpoint},

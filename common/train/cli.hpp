@@ -32,6 +32,9 @@ struct TrainerOptions {
   int batch = 64;                       ///< --batch, at least 1
   double lr = 0.02;                     ///< --lr, above 0: the rate of the first epoch
   std::string lr_schedule = "cosine";   ///< --lr-schedule: constant, or cosine (decays to 0 over the run)
+  std::string lr_scaling = "none";      ///< --lr-scaling: none, or linear (--lr x batch / --lr-reference-batch)
+  int lr_reference_batch = 64;          ///< --lr-reference-batch: the batch --lr is meant for, under linear
+  int warmup_steps = 0;                 ///< --warmup-steps N: the rate rises linearly over the first N steps
   double momentum = 0.9;                ///< --momentum, in [0, 1)
   std::uint64_t seed = 42;              ///< --seed: initial weights, shuffling and the synthetic set
   int threads = 0;                      ///< --threads (CPU stages): 0 = every core

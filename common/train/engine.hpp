@@ -130,7 +130,9 @@ class Engine {
   /// them as the interrupted epoch would have), so cache nothing by its address.
   virtual EpochStats train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) = 0;
   /// Sets the learning rate of the SGD steps that follow. The trainer calls it
-  /// before every epoch with the rate its schedule gives (--lr-schedule).
+  /// before every epoch with the rate its schedule gives (--lr-schedule), and
+  /// during a warm-up (--warmup-steps) from the BatchCallback, between two steps:
+  /// an engine reads the rate at every step, not once an epoch.
   virtual void set_learning_rate(double lr) = 0;
   /// Pays the one-off costs of training on `train` before the first epoch's clock
   /// starts, so that every epoch's seconds measure the same thing: the steady step.

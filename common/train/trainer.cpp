@@ -217,6 +217,15 @@ void load_saved_model(Run& run) {
   run.results["loaded_from"] = o.load;
 }
 
+// "0.02", or "0.08 (0.02 x 256/64, linear scaling) warm-up 200 steps": the rate a step takes.
+std::string rate_words(const TrainerOptions& o) {
+  std::string words = fmt("%g", scaled_learning_rate(o));
+  if (o.lr_scaling != "none")
+    words += fmt(" (%g x %d/%d, %s scaling)", o.lr, o.batch, o.lr_reference_batch, o.lr_scaling.c_str());
+  if (o.warmup_steps > 0) words += fmt(" warm-up %d steps", o.warmup_steps);
+  return words;
+}
+
 // The line that names the stage, the device, the model, the data and the settings.
 std::string run_header(const Run& run) {
   const TrainerOptions& o = run.o;
@@ -225,8 +234,8 @@ std::string run_header(const Run& run) {
          std::to_string(run.parameters) + " parameters) | " + train.name + " " + std::to_string(train.size()) +
          " train, " + (run.validating() ? std::to_string(run.val().size()) + " val, " : std::string()) +
          std::to_string(run.test().size()) + " test, " + train.shape.str() + " | " +
-         fmt("batch %d  lr %g %s  momentum %g  seed %llu", o.batch, o.lr, o.lr_schedule.c_str(), o.momentum,
-             static_cast<unsigned long long>(o.seed));
+         fmt("batch %d  lr %s %s  momentum %g  seed %llu", o.batch, rate_words(o).c_str(), o.lr_schedule.c_str(),
+             o.momentum, static_cast<unsigned long long>(o.seed));
 }
 
 // --evaluate: the test set's report for the loaded (or initial) weights, and no training.
@@ -300,6 +309,11 @@ void resume_from_checkpoint(Run& run) {
   warn_if_differs("--batch", o.batch != c.batch, std::to_string(o.batch), std::to_string(c.batch));
   warn_if_differs("--lr", o.lr != c.lr, fmt("%g", o.lr), fmt("%g", c.lr));
   warn_if_differs("--lr-schedule", o.lr_schedule != c.lr_schedule, o.lr_schedule, c.lr_schedule);
+  warn_if_differs("--lr-scaling", o.lr_scaling != c.lr_scaling, o.lr_scaling, c.lr_scaling);
+  warn_if_differs("--lr-reference-batch", o.lr_scaling != "none" && o.lr_reference_batch != c.lr_reference_batch,
+                  std::to_string(o.lr_reference_batch), std::to_string(c.lr_reference_batch));
+  warn_if_differs("--warmup-steps", o.warmup_steps != c.warmup_steps, std::to_string(o.warmup_steps),
+                  std::to_string(c.warmup_steps));
   // A constant rate does not depend on --epochs; a schedule over the run does.
   warn_if_differs("--epochs", o.lr_schedule != "constant" && o.epochs != c.epochs, std::to_string(o.epochs),
                   std::to_string(c.epochs) + " (the " + o.lr_schedule + " schedule spans --epochs)");
@@ -380,6 +394,18 @@ double scheduled_learning_rate(double lr, const std::string& schedule, int epoch
   if (schedule == "constant") return lr;
   if (schedule == "cosine") return lr * 0.5 * (1.0 + std::cos(M_PI * epoch / std::max(epochs, 1)));
   throw std::invalid_argument("unknown learning-rate schedule '" + schedule + "' (constant, cosine)");
+}
+
+double scaled_learning_rate(const TrainerOptions& o) {
+  if (o.lr_scaling == "none") return o.lr;
+  if (o.lr_scaling == "linear") return o.lr * o.batch / o.lr_reference_batch;
+  throw std::invalid_argument("unknown learning-rate scaling '" + o.lr_scaling + "' (none, linear)");
+}
+
+double step_learning_rate(const TrainerOptions& o, int epoch, long step) {
+  const double rate = scheduled_learning_rate(scaled_learning_rate(o), o.lr_schedule, epoch, o.epochs);
+  if (step >= o.warmup_steps) return rate;
+  return rate * static_cast<double>(step + 1) / o.warmup_steps;
 }
 
 int run_trainer(int argc, char** argv, const StageInfo& stage, const EngineFactory& make_engine,

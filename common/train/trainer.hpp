@@ -113,6 +113,17 @@ int run_trainer(int argc, char** argv, const StageInfo& stage, const EngineFacto
 /// the same options give the same rates everywhere.
 double scheduled_learning_rate(double lr, const std::string& schedule, int epoch, int epochs);
 
+/// The rate --lr gives a step of --batch examples: lr under --lr-scaling none; under linear,
+/// lr * batch / lr_reference_batch (Goyal et al., 2017: k times the batch, k times the rate, so that
+/// k small steps and one large one move the weights alike while the gradient changes little).
+double scaled_learning_rate(const TrainerOptions& o);
+
+/// The rate of the run's step `step` (0-based, counted over every epoch) in epoch `epoch` (0-based):
+/// the scaled rate under the schedule, times (step + 1) / warmup_steps while step < warmup_steps.
+/// A large batch's scaled rate diverges at the start, where the weights are random and the gradient
+/// large; the warm-up reaches it once training has settled.
+double step_learning_rate(const TrainerOptions& o, int epoch, long step);
+
 /// The canonical architecture spec a run builds, for examples of shape
 /// `input` in `classes` classes:
 /// - `--arch`: the spec as given (canonical form);

@@ -33,7 +33,9 @@ struct StopEpoch {
 
 // "loss is NaN at epoch 3, step 17 of 938: ..." (step 0: not known). `stopped_after`
 // > 0: an engine that checks its loss late (course::NonFiniteLoss) stopped after that step.
-std::string divergence_message(double loss, int epoch, int step, int steps, double lr, int stopped_after = 0) {
+std::string divergence_message(double loss, int epoch, int step, int steps, const TrainerOptions& o,
+                               int stopped_after = 0) {
+  const double lr = o.lr;
   std::string where = "at epoch " + std::to_string(epoch);
   if (step > 0)
     where += ", step " + std::to_string(step) + " of " + std::to_string(steps);
@@ -44,6 +46,9 @@ std::string divergence_message(double loss, int epoch, int step, int steps, doub
   const std::string advice = lr / 10 <= 1 ? fmt("%g", lr / 10) : fmt("%g (the default)", TrainerOptions{}.lr);
   std::string message = std::string("loss is ") + (std::isinf(loss) ? "Inf" : "NaN") + " " + where +
                         ": the run diverged; try a smaller --lr, e.g. " + advice + " (now " + fmt("%g", lr) + ")";
+  if (o.lr_scaling != "none")
+    message += fmt(", or a longer --warmup-steps (now %d; --lr-scaling %s made the rate %g at batch %d)",
+                   o.warmup_steps, o.lr_scaling.c_str(), scaled_learning_rate(o), o.batch);
   if (stopped_after > 0)
     message += "\n(this stage keeps its loss on the device and reads it back a few steps late: the run stopped"
                " after step " +
@@ -89,7 +94,9 @@ Checkpoint make_checkpoint(Run& run, int epochs_done, int step, long done) {
       .optimizer = run.engine->get_optimizer_state(),
       .engine_state = run.engine->engine_state(),
       .epoch = epochs_done, .step = step, .examples_done = done,
-      .seed = o.seed, .batch = o.batch, .lr = o.lr, .lr_schedule = o.lr_schedule, .epochs = o.epochs,
+      .seed = o.seed, .batch = o.batch, .lr = o.lr, .lr_schedule = o.lr_schedule,
+      .lr_scaling = o.lr_scaling, .lr_reference_batch = o.lr_reference_batch, .warmup_steps = o.warmup_steps,
+      .epochs = o.epochs,
       .momentum = o.momentum, .loss = o.loss, .dataset = o.dataset,
       .train_examples = train.size(), .labels_hash = run.labels_hash,
       .history = run.results["epochs"].dump()};
@@ -194,9 +201,14 @@ std::optional<int> train_one_epoch(Run& run, int epoch, EpochPass& pass) {
     const int epoch_width = static_cast<int>(std::to_string(o.epochs).size());
     ProgressBar bar(fmt("epoch %*d/%d", epoch_width, epoch, o.epochs), train.size(), o.progress);
     Timer timer;
-    engine.set_learning_rate(scheduled_learning_rate(o.lr, o.lr_schedule, epoch - 1, o.epochs));
+    // The run's index of this epoch's next step: during a warm-up every step takes its own rate, set
+    // between the steps (an engine calls on_batch after it queued a step and before the next).
+    const long before = static_cast<long>(epoch - 1) * steps;
+    engine.set_learning_rate(step_learning_rate(o, epoch - 1, before + step));
     pass.stats = engine.train_epoch(part, epoch - 1, [&](long done, double loss_sum) {
       ++step;
+      if (before + step <= o.warmup_steps && step < steps)
+        engine.set_learning_rate(step_learning_rate(o, epoch - 1, before + step));
       const long total_done = offset + done;
       const bool show_loss = std::isfinite(loss_sum) && done > 0;
       bar.update(total_done, show_loss ? fmt("loss %.4f", loss_sum / static_cast<double>(done)) : std::string());
@@ -214,7 +226,7 @@ std::optional<int> train_one_epoch(Run& run, int epoch, EpochPass& pass) {
     // examples left after step start.step, so the epoch's step is start.step more.
     const int first_step = (pass.partial ? start.step : 0);
     return stop_diverged(run,
-                         divergence_message(bad.loss_sum(), epoch, first_step + bad.step(), steps, o.lr,
+                         divergence_message(bad.loss_sum(), epoch, first_step + bad.step(), steps, o,
                                             first_step + bad.steps_queued()),
                          {{"epoch", epoch},
                           {"loss", nullptr},
@@ -225,7 +237,7 @@ std::optional<int> train_one_epoch(Run& run, int epoch, EpochPass& pass) {
       return stop_for_signal(run, epoch - 1, stop.step, stop.examples_done,
                              "after step " + std::to_string(stop.step) + " of " + std::to_string(steps) +
                                  " in epoch " + std::to_string(epoch));
-    return stop_diverged(run, divergence_message(stop.loss_sum, epoch, stop.step, steps, o.lr),
+    return stop_diverged(run, divergence_message(stop.loss_sum, epoch, stop.step, steps, o),
                          {{"epoch", epoch}, {"loss", nullptr}, {"step", stop.step}});
   }
   if (o.profile) {
@@ -334,7 +346,8 @@ void warm_up(Run& run) {
   const TrainerOptions& o = run.o;
   if (run.start.epoch >= o.epochs) return;  // nothing to train
   // The first epoch's rate, so that a step captured now is the one that epoch replays.
-  run.engine->set_learning_rate(scheduled_learning_rate(o.lr, o.lr_schedule, run.start.epoch, o.epochs));
+  run.engine->set_learning_rate(
+      step_learning_rate(o, run.start.epoch, static_cast<long>(run.start.epoch) * steps_per_epoch(run) + run.start.step));
   Timer timer;
   const std::string what = run.engine->warm_up(run.train());
   const double seconds = timer.seconds();
@@ -359,7 +372,7 @@ std::optional<int> train_epochs(Run& run) {
       if (!std::isfinite(loss))
         // An engine that reports its loss per batch stopped in train_one_epoch
         // at the first bad step; here the step is not known.
-        return stop_diverged(run, divergence_message(loss, epoch, 0, steps_per_epoch(run), o.lr),
+        return stop_diverged(run, divergence_message(loss, epoch, 0, steps_per_epoch(run), o),
                              {{"epoch", epoch}, {"loss", nullptr}, {"seconds", pass.seconds}});
       evaluate_and_report_epoch(run, epoch, pass);
       checkpoint_if_due(run, epoch);

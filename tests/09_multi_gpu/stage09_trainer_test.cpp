@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "02_conv_pool/cnn.hpp"
 #include "06_cudnn/cudnn_step.hpp"
 #include "common/gpu/gpu_engine.hpp"
+#include "common/multi_gpu/rendezvous.hpp"
 #include "cnn_comparison.hpp"
 #include "common/data/data.hpp"
 #include "common/data/load_data.hpp"
@@ -283,6 +286,65 @@ TEST(Stage09_Trainer, TwoGpusComputeWhatOneComputesWithTheGlobalBatch) {
   std::size_t differ = 0;
   for (std::size_t i = 0; i < peer.size(); ++i) differ += std::memcmp(&peer[i], &flat[i], sizeof(float)) != 0;
   EXPECT_EQ(differ, 0u) << "of " << peer.size() << " parameters differ between --allreduce peer and flat on 2 GPUs";
+}
+
+// As on two hosts: NCCL's socket transport (its peer-to-peer and shared-memory transports off), the
+// ranks started by torchrun's variables, by srun's, and by srun's with a GPU a task, NCCL's id handed
+// from rank 0 over TCP. Two ranks add a + b alike in either order, so the weights are the NVLink run's bits.
+TEST(Stage09_Trainer, OverSocketsStartedByTorchrunOrSrunItTrainsTheNvlinkRunsBits) {
+  S09_SKIP_WITHOUT_GPUS(2);
+  const fs::path dir = fresh_dir();
+  const std::vector<std::string> common =
+      std::vector<std::string>{"--model", "cnn", "--epochs", "1", "--batch", std::to_string(kGlobalBatch),
+                               "--allreduce", "buckets", "--lr-schedule", "constant"} +
+      data_args(kTwentySteps);
+  expect_ok(run_trainer_binary(dir, "nvlink", common + std::vector<std::string>{"--gpus", "2", "--save",
+                                                                                (dir / "nvlink.bin").string()}),
+            "the NVLink run");
+  const std::vector<float> nvlink = model_values(dir / "nvlink.bin");
+  int port = 0;
+  {
+    const UniqueIdServer probe(0);  // a port free a moment ago, for rank 0 to listen on
+    port = probe.port();
+  }
+  using Env = std::vector<std::pair<std::string, std::string>>;
+  const std::vector<std::pair<std::string, std::function<Env(int)>>> launchers = {
+      {"torchrun's variables",
+       [&](int r) {
+         return Env{{"RANK", std::to_string(r)}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", std::to_string(r)},
+                    {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)}};
+       }},
+      {"srun (Slurm)",
+       [&](int r) {
+         return Env{{"SLURM_PROCID", std::to_string(r)}, {"SLURM_STEP_NUM_TASKS", "2"},
+                    {"SLURM_LOCALID", std::to_string(r)}, {"SLURM_STEP_ID", "0"}, {"SLURM_JOB_ID", "77"},
+                    {"SLURM_STEP_NODELIST", "localhost"}, {"MASTER_PORT", std::to_string(port + 1)}};
+       }},
+      {"srun (Slurm), a GPU a task", [&](int r) {
+         return Env{{"SLURM_PROCID", std::to_string(r)}, {"SLURM_STEP_NUM_TASKS", "2"},
+                    {"SLURM_LOCALID", std::to_string(r)}, {"SLURM_STEP_ID", "1"}, {"SLURM_JOB_ID", "77"},
+                    {"SLURM_STEP_NODELIST", "localhost"}, {"MASTER_PORT", std::to_string(port + 2)},
+                    {"CUDA_VISIBLE_DEVICES", std::to_string(r)}};
+       }}};
+  for (const auto& [by, env_of] : launchers) {
+    SCOPED_TRACE(by);
+    std::vector<std::unique_ptr<TrainerProcess>> ranks;
+    for (int r = 0; r < 2; ++r) {
+      Env env = env_of(r);
+      env.insert(env.end(), {{"NCCL_P2P_DISABLE", "1"}, {"NCCL_SHM_DISABLE", "1"}, {"NCCL_IB_DISABLE", "1"},
+                             {"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "INIT,NET"}});
+      std::vector<std::string> args = common;
+      if (r == 0) args = args + std::vector<std::string>{"--save", (dir / "sockets.bin").string()};
+      ranks.push_back(std::make_unique<TrainerProcess>(dir, "sockets_rank" + std::to_string(r), args, env));
+    }
+    const Finished one = expect_ok(ranks[1]->wait(120), "rank 1");
+    const Finished zero = expect_ok(ranks[0]->wait(120), "rank 0");
+    EXPECT_CONTAINS(zero.out, "started by " + by.substr(0, by.find(", a GPU")));
+    EXPECT_CONTAINS(zero.out + zero.err, "NET/Socket") << "NCCL did not say it used its socket transport";
+    const std::vector<float> sockets = model_values(dir / "sockets.bin");
+    EXPECT_EQ(differing_values(sockets, nvlink), 0u) << first_difference(sockets, nvlink);
+    (void)one;
+  }
 }
 
 // Without --allreduce the run takes the fastest schedule that can run: the peer sum where the two

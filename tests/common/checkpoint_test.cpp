@@ -69,9 +69,10 @@ class SgdEngine : public Engine {
     std::vector<float> x(static_cast<std::size_t>(c_.batch * D)), gw(static_cast<std::size_t>(D));
     std::vector<float> gb(static_cast<std::size_t>(c_.classes));
     std::vector<int> y(static_cast<std::size_t>(c_.batch));
-    const auto lr = static_cast<float>(lr_), m = static_cast<float>(c_.momentum);
+    const auto m = static_cast<float>(c_.momentum);
     EpochStats s;
     for (int b = 0; b < batcher.num_batches(); ++b) {
+      const auto lr = static_cast<float>(lr_);  // the trainer may set another between two steps
       const int B = batcher.gather(b, x.data(), y.data());
       std::fill(gw.begin(), gw.end(), 0.0f);
       std::fill(gb.begin(), gb.end(), 0.0f);
@@ -127,7 +128,7 @@ class SgdEngine : public Engine {
  private:
   EngineConfig c_;
   SgdOptions options_;
-  double lr_ = c_.lr;  // the rate of this epoch (the trainer's schedule sets it)
+  double lr_ = c_.lr;  // the rate of the next step (the trainer's schedule and warm-up set it)
   Tensor w_, b_, vw_, vb_;
   long steps_ = 0;
 };
@@ -171,6 +172,9 @@ void expect_same(const Checkpoint& a, const Checkpoint& b) {
   EXPECT_EQ(a.batch, b.batch);
   EXPECT_EQ(a.lr, b.lr);
   EXPECT_EQ(a.lr_schedule, b.lr_schedule);
+  EXPECT_EQ(a.lr_scaling, b.lr_scaling);
+  EXPECT_EQ(a.lr_reference_batch, b.lr_reference_batch);
+  EXPECT_EQ(a.warmup_steps, b.warmup_steps);
   EXPECT_EQ(a.epochs, b.epochs);
   EXPECT_EQ(a.momentum, b.momentum);
   EXPECT_EQ(a.loss, b.loss);
@@ -377,6 +381,34 @@ TEST(TrainerResume, CtrlCAtEveryStepThenResumeEqualsUninterrupted) {
     for (std::size_t e = 0; e < 3; ++e) EXPECT_EQ(k["epochs"][e]["epoch"], e + 1);
     EXPECT_EQ(k["status"], "ok");
   }
+}
+
+// A stop inside the warm-up: the resumed run takes up each step's rate where it stopped.
+TEST(TrainerResume, CtrlCDuringAWarmUpThenResumeEqualsUninterrupted) {
+  const fs::path dir = fresh_dir();
+  const std::vector<std::string> rule = {"--lr-scaling", "linear", "--lr-reference-batch", "64", "--warmup-steps", "10"};
+  const Checkpoint want = uninterrupted(dir, 2, rule);
+  const Checkpoint plain = uninterrupted(dir / "..", 2);
+  EXPECT_FALSE(same_bits(want.model.tensors, plain.model.tensors)) << "the rule changed nothing";
+  for (const long at : {3L, 8L}) {  // in the first epoch, and in the second (7 steps an epoch)
+    SCOPED_TRACE("Ctrl-C during step " + std::to_string(at));
+    const std::string path = (dir / "warm.ckpt").string();
+    fs::remove(path);
+    std::vector<std::string> stop = rule;
+    stop.insert(stop.end(), {"--checkpoint", path});
+    ASSERT_EQ(run(quick(2, stop), sgd_factory(interrupted_at(at))).code, kExitInterrupted);
+    std::vector<std::string> resume = rule;
+    resume.insert(resume.end(), {"--resume", path, "--checkpoint-every", "2"});
+    const RunResult resumed = run(quick(2, resume), sgd_factory());
+    ASSERT_EQ(resumed.code, 0) << resumed.out << resumed.err;
+    EXPECT_EQ(resumed.err.find("warning"), std::string::npos) << resumed.err;
+    EXPECT_TRUE(same_bits(load_checkpoint(path).model.tensors, want.model.tensors));
+  }
+  // Resumed without the rule: warned, flag by flag.
+  const std::string path = (dir / "warm.ckpt").string();
+  const RunResult other = run(quick(2, {"--resume", path}), sgd_factory());
+  EXPECT_CONTAINS(other.err, "--lr-scaling none differs from the checkpoint's linear");
+  EXPECT_CONTAINS(other.err, "--warmup-steps 0 differs from the checkpoint's 10");
 }
 
 TEST(TrainerResume, SigtermStopsLikeCtrlC) {

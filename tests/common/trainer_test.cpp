@@ -35,6 +35,7 @@ struct Record {
   int engines_built = 0;
   EngineConfig config;
   std::vector<int> epochs;  // epoch arguments of train_epoch, in order
+  std::vector<double> step_rates;  // the learning rate each training step ran with, in order
   int evaluations = 0;
 };
 
@@ -47,8 +48,7 @@ class FakeEngine : public Engine {
   FakeEngine(const EngineConfig& config, Mode mode, Record* record) : config_(config), mode_(mode), record_(record) {}
 
   std::string device() const override { return "fake device"; }
-  void set_learning_rate(double lr) override { learning_rates.push_back(lr); }
-  std::vector<double> learning_rates;  // one per epoch, as the trainer set them
+  void set_learning_rate(double lr) override { lr_ = lr; }
 
   EpochStats train_epoch(const Dataset& train, int epoch, const BatchCallback& on_batch) override {
     record_->epochs.push_back(epoch);
@@ -61,6 +61,7 @@ class FakeEngine : public Engine {
                                                         : 1.0 / (epoch + 1);
     for (long done = config_.batch; done < n + config_.batch; done += config_.batch) {
       const long d = std::min(done, n);
+      record_->step_rates.push_back(lr_);
       if (on_batch) on_batch(d, per_example * static_cast<double>(d));
     }
     weight_ += 1.0f;
@@ -102,6 +103,7 @@ class FakeEngine : public Engine {
   Mode mode_;
   Record* record_;
   float weight_ = 0.0f;
+  double lr_ = std::nan("");  // the rate the trainer set last
 };
 
 EngineFactory fake_factory(Record* record, Mode mode = Mode::Normal) {
@@ -552,6 +554,49 @@ TEST(ProgressBar, SilentWhenDisabled) {
     bar.finish();
   }
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}
+
+// --lr-scaling linear and --warmup-steps: the rate of every step, set between the steps.
+TEST(Trainer, LinearScalingAndAWarmUpGiveEveryStepItsRate) {
+  Record rec;
+  const fs::path json = fresh_dir() / "rule.json";
+  // 200 examples in batches of 50: 4 steps an epoch, 8 in the run; the rate 0.01 x 50/25 = 0.02.
+  const RunResult r = run(quick({"--batch", "50", "--lr", "0.01", "--lr-schedule", "constant", "--lr-scaling", "linear",
+                                 "--lr-reference-batch", "25", "--warmup-steps", "5", "--json", json.string()}),
+                          fake_factory(&rec));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "lr 0.02 (0.01 x 50/25, linear scaling) warm-up 5 steps constant");
+  const nlohmann::json settings = read_json(json)["options"];
+  EXPECT_EQ(settings["lr_scaling"], "linear");
+  EXPECT_EQ(settings["lr_reference_batch"], 25);
+  EXPECT_EQ(settings["warmup_steps"], 5);
+  ASSERT_EQ(rec.step_rates.size(), 8u);
+  for (std::size_t s = 0; s < 8; ++s)
+    EXPECT_DOUBLE_EQ(rec.step_rates[s], s < 5 ? 0.02 * static_cast<double>(s + 1) / 5 : 0.02) << "step " << s;
+
+  // Under the cosine schedule the warm-up scales each epoch's rate; without --lr-scaling the rate is --lr.
+  Record cosine;
+  ASSERT_EQ(run(quick({"--batch", "50", "--lr", "0.01", "--warmup-steps", "2"}), fake_factory(&cosine)).code, 0);
+  ASSERT_EQ(cosine.step_rates.size(), 8u);
+  const std::vector<double> want = {0.005, 0.01, 0.01, 0.01, 0.005, 0.005, 0.005, 0.005};  // (1 + cos(pi/2)) / 2
+  for (std::size_t s = 0; s < 8; ++s) EXPECT_NEAR(cosine.step_rates[s], want[s], 1e-15) << "step " << s;
+}
+
+TEST(LearningRateRule, LinearScalingAndWarmUp) {
+  TrainerOptions o;
+  o.lr = 0.02;
+  o.batch = 1024;
+  o.lr_schedule = "constant";
+  EXPECT_DOUBLE_EQ(scaled_learning_rate(o), 0.02) << "--lr-scaling none: the rate as given";
+  o.lr_scaling = "linear";
+  EXPECT_DOUBLE_EQ(scaled_learning_rate(o), 0.32) << "1024 / 64 = 16 times the rate";
+  o.warmup_steps = 100;
+  EXPECT_DOUBLE_EQ(step_learning_rate(o, 0, 0), 0.0032);
+  EXPECT_DOUBLE_EQ(step_learning_rate(o, 0, 49), 0.16);
+  EXPECT_DOUBLE_EQ(step_learning_rate(o, 1, 99), 0.32);
+  EXPECT_DOUBLE_EQ(step_learning_rate(o, 3, 100000), 0.32);
+  o.lr_scaling = "square-root";
+  EXPECT_THROW(scaled_learning_rate(o), std::invalid_argument);
 }
 
 }  // namespace

@@ -26,6 +26,9 @@ inline Checkpoint small_checkpoint() {
   c.batch = 32;
   c.lr = 0.05;
   c.lr_schedule = "cosine";
+  c.lr_scaling = "linear";
+  c.lr_reference_batch = 16;
+  c.warmup_steps = 300;
   c.epochs = 10;
   c.momentum = 0.9;
   c.loss = "cross-entropy";

@@ -19,7 +19,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .stages import trainer_path, not_built_reason
+from .stages import trainer_path, not_built_reason, weak_scaling_args
 
 EXIT_USAGE = 2           # common/train/trainer.hpp: a bad command line, or a model the stage cannot run
 EXIT_NOT_IMPLEMENTED = 3  # an exercise hole was reached
@@ -107,7 +107,11 @@ def trainer_command(binary, stage, model, *, epochs, batch, limit, seed, dataset
            "--limit", str(limit), "--seed", str(seed), "--json", str(json_path), "--no-progress"]
     if stage.has_threads and threads:
         cmd += ["--threads", str(threads)]
-    return cmd + list(stage.extra_args) + list(extra)
+    rule = weak_scaling_args(stage, batch)
+    if rule:  # the global batch replaces the table's
+        cmd[cmd.index("--batch") + 1] = rule[1]
+        rule = rule[2:]
+    return cmd + list(stage.extra_args) + list(rule) + list(extra)
 
 
 def _lines(text):
@@ -293,4 +297,8 @@ def run_stage(root, build_dir, stage, model, *, out_dir, epochs, batch, limit, s
              if Path(cmd[0]).resolve().is_relative_to(Path(root).resolve()) else cmd[0]] + cmd[1:]
     run = interpret(stage, model, code, stdout, stderr, results, command=shown, log=log_path)
     run.wall_seconds = wall
+    if stage.batch_per_gpu:
+        rule = weak_scaling_args(stage, batch)
+        run.options["weak_scaling"] = (f"{batch} images a GPU a step, a global batch of {rule[1]}, at --lr-scaling "
+                                       f"linear (the rate x {rule[1]}/{batch}) with --warmup-steps {rule[-1]}")
     return run

@@ -18,6 +18,19 @@ class Variant:
     env: tuple = ()              # environment of its run: (("COURSE_AS_CC", "7.5"),) runs an older GPU's path
 
 
+# The trainer's options for a row whose batch is a GPU's share (Stage.batch_per_gpu): --lr is the rate of the
+# table's batch, multiplied by the GPUs, and reached over the first 100 steps (lesson 09, a large global batch).
+WEAK_SCALING_WARMUP_STEPS = 100
+
+
+def weak_scaling_args(stage, batch):
+    """The global --batch and the rate rule of `stage`'s row at the table's `batch` (() for the other rows)."""
+    if not stage.batch_per_gpu:
+        return ()
+    return ("--batch", str(batch * stage.gpus), "--lr-scaling", "linear", "--lr-reference-batch", str(batch),
+            "--warmup-steps", str(WEAK_SCALING_WARMUP_STEPS))
+
+
 @dataclass(frozen=True)
 class Stage:
     id: str                      # the folder name, "02_conv_pool"
@@ -29,6 +42,8 @@ class Stage:
     needs: str = ""              # what the build needs beyond a C++ compiler, in words
     extra_args: tuple = field(default_factory=tuple)  # always passed to the trainer
     gpus: int = 0                # stage 09's rows: the GPUs its run trains on (--gpus); 0 for the other stages
+    batch_per_gpu: bool = False  # the table's --batch is each GPU's share (weak scaling): the trainer's global
+                                 # batch is batch x gpus, its rate scaled linearly with a warm-up (WEAK_SCALING_RULE)
     variants: tuple = ()         # Variant rows beside the stage's own (which runs the trainer's defaults)
 
     @property
@@ -76,8 +91,10 @@ KNOWN_STAGES = (
     # Its "as_sm80" row: the fused step of a GPU without clusters and early launch (A100 to RTX 40).
     Stage("08_fused", "GPU", gpu=True, needs="a CUDA toolkit and cuDNN", variants=(AS_SM80,)),
     Stage("09_multi_gpu", "GPU", gpu=True, needs="a CUDA toolkit, cuDNN and NCCL", gpus=1, extra_args=("--gpus", "1")),
+    # Two GPUs as lesson 09 scales them: each takes the table's batch (64 a GPU, a global batch of 128), so an
+    # epoch's 60,000 images take half the steps, at the rate the linear rule gives the larger batch.
     Stage("09_multi_gpu", "2 GPUs", gpu=True, needs="a CUDA toolkit, cuDNN and NCCL", gpus=2,
-          extra_args=("--gpus", "2")),
+          extra_args=("--gpus", "2"), batch_per_gpu=True),
 )
 
 

@@ -200,6 +200,18 @@ def variant_notes(rows):
             "stage's own row, never against these."]
 
 
+def weak_scaling_notes(rows):
+    """What a row whose batch is each GPU's share ran (stage 09 on 2 GPUs), for its accuracy to be read right."""
+    notes = []
+    for r in rows:
+        rule = r.options.get("weak_scaling")
+        if r.status != "ok" or not rule or any(rule in n for n in notes):
+            continue
+        notes.append(f"'{r.stage}' on {r.device}: {rule}; an epoch is the same images in fewer, larger steps, so "
+                     "its accuracy is that of the larger batch (lesson 09).")
+    return notes
+
+
 def footnotes(rows):
     notes = []
     scaled = [r for r in rows if r.scaled]
@@ -219,6 +231,7 @@ def footnotes(rows):
                      "CUDA graph; a peer's untimed warm-up steps (its compilation and captures). '-': none (the CPU "
                      "stages, whose first epoch costs what every other one does).")
     notes += variant_notes(rows)
+    notes += weak_scaling_notes(rows)
     if any(r.epochs > 1 for r in rows if r.status == "ok"):
         notes.append("With several epochs, s/epoch and img/s are medians over the epochs (each epoch's seconds are in "
                      "the CSV and JSON); the accuracy is after the last.")
@@ -365,7 +378,7 @@ def to_svg(rows, models, stages, *, machine_line, date, command, dataset, batch)
                      "down when slower; the label under a bar is seconds per epoch.")
     else:
         notes.append("Bars grow up from 1x when faster, down when slower; the label under a bar is seconds per epoch.")
-    notes += variant_notes(rows)
+    notes += variant_notes(rows) + weak_scaling_notes(rows)
     if left:
         notes.append(left.split(" (--gpu-stages")[0].split("; their")[0] + ".")
     if name:

@@ -791,7 +791,13 @@ class StagesAndOptions(unittest.TestCase):
         self.assertEqual([s.key for s in rows], ["09_multi_gpu_1gpu", "09_multi_gpu_2gpu"], "their logs differ")
         cmd = trainer_command("s09", rows[1], "cnn", epochs=1, batch=64, limit=0, seed=42, dataset="fashion-mnist",
                               json_path="x.json")
-        self.assertEqual(cmd[-2:], ["--gpus", "2"])
+        self.assertEqual(cmd[cmd.index("--batch") + 1], "128", "64 a GPU: a global batch of 128")
+        self.assertEqual(cmd[-8:], ["--gpus", "2", "--lr-scaling", "linear", "--lr-reference-batch", "64",
+                                    "--warmup-steps", "100"])
+        one = trainer_command("s09", rows[0], "cnn", epochs=1, batch=64, limit=0, seed=42, dataset="fashion-mnist",
+                              json_path="x.json")
+        self.assertEqual((one[one.index("--batch") + 1], one[-2:]), ("64", ["--gpus", "1"]))
+        self.assertNotIn("--lr-scaling", one)
         # What the trainer says on a machine with one GPU makes the 2-GPU row a skipped one, with the reason.
         message = ("error: --gpus 2: a GPU per rank is needed, and rank 1 has none: CUDA shows 1 GPU here "
                    "(CUDA_VISIBLE_DEVICES is not set)\n")
@@ -806,6 +812,15 @@ class StagesAndOptions(unittest.TestCase):
             (build / "CMakeCache.txt").write_text("CUDNN_LIBRARY:FILEPATH=/x/libcudnn.so\n"
                                                   "NCCL_LIBRARY:FILEPATH=NCCL_LIBRARY-NOTFOUND\n")
             self.assertIn("no NCCL", stages.not_built_reason(root, build, rows[0]))
+
+    def test_the_weak_scaling_row_says_what_it_ran(self):
+        two = Run(stage="09_multi_gpu", model="cnn", status="ok", device="2 x NVIDIA H200 (sm_90)", gpu=True,
+                  options={"weak_scaling": "64 images a GPU a step, a global batch of 128"})
+        notes = table.footnotes([two, Run(stage="08_fused", model="cnn", status="ok", device="H200", gpu=True)])
+        said = [n for n in notes if "global batch of 128" in n]
+        self.assertEqual(len(said), 1, notes)
+        self.assertIn("'09_multi_gpu' on 2 x NVIDIA H200", said[0])
+        self.assertIn("accuracy is that of the larger batch", said[0])
 
     def test_not_built_reasons(self):
         with tempfile.TemporaryDirectory() as tmp:
