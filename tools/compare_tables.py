@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNS = {p.stem[len("compare_"):]: p for p in sorted((ROOT / "docs/figures").glob("compare_*.json"))}
 FILES = [ROOT / "README.md"] + sorted((ROOT / "docs/lessons").glob("0*.md"))
 CAPTIONS = {"h100": "Every stage's speedup on the GPU machine (H100)",
-            "h200": "Every stage's speedup on one H200, the default command (one epoch a row, setup apart)",
+            "h200x2": "Every stage's speedup on a machine of two H200s, the default command (one epoch a row, setup "
+                      "apart; stage 09's last row on both GPUs)",
             "vm": "Every stage's speedup on the 2-core machine without a GPU (the GPU stages skipped)"}
 
 
