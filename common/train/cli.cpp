@@ -282,12 +282,13 @@ void configure_trainer_app(CLI::App& app, TrainerOptions& o, const StageInfo& st
                  "(lr * (1 + cos(pi * e / epochs)) / 2 for epoch e = 0, 1, ...)")
       ->check(CLI::IsMember({"constant", "cosine"}))
       ->type_name("{constant,cosine}");
-  app.add_option("--lr-scaling", o.lr_scaling,
+  auto* scaling = app.add_option("--lr-scaling", o.lr_scaling,
                  "How the rate follows the batch: none (--lr as given), or linear (--lr is the rate of "
                  "--lr-reference-batch examples a step; a batch k times larger takes k times the rate)")
       ->check(CLI::IsMember({"none", "linear"}))
       ->type_name("{none,linear}");
   app.add_option("--lr-reference-batch", o.lr_reference_batch, "The batch --lr is meant for under --lr-scaling linear")
+      ->needs(scaling)
       ->check(at_least(1))
       ->type_name("N");
   app.add_option("--warmup-steps", o.warmup_steps,

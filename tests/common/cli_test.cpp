@@ -257,6 +257,13 @@ TEST(Cli, EvaluateNeedsLoad) {
   EXPECT_CONTAINS(p.err, "--load");
 }
 
+TEST(Cli, AReferenceBatchNeedsTheLinearRule) {
+  expect_usage_error({"--lr-reference-batch", "128"}, "--lr-scaling");
+  EXPECT_FALSE(parse({"--lr-scaling", "linear", "--lr-reference-batch", "128"}).code.has_value());
+  expect_usage_error({"--lr-scaling", "square-root"}, "--lr-scaling");
+  expect_usage_error({"--warmup-steps", "-1"}, "--warmup-steps");
+}
+
 TEST(Cli, StageAddsItsOwnFlags) {
   std::string parallel = "data";
   int kernel = 1;

@@ -574,6 +574,11 @@ TEST(Trainer, LinearScalingAndAWarmUpGiveEveryStepItsRate) {
   for (std::size_t s = 0; s < 8; ++s)
     EXPECT_DOUBLE_EQ(rec.step_rates[s], s < 5 ? 0.02 * static_cast<double>(s + 1) / 5 : 0.02) << "step " << s;
 
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  Record long_warmup;
+  const RunResult longer = run(quick({"--batch", "50", "--warmup-steps", "9"}), fake_factory(&long_warmup));
+  EXPECT_CONTAINS(longer.err, "warning: --warmup-steps 9 is longer than the run (8 steps of 50)");
+
   // Under the cosine schedule the warm-up scales each epoch's rate; without --lr-scaling the rate is --lr.
   Record cosine;
   ASSERT_EQ(run(quick({"--batch", "50", "--lr", "0.01", "--warmup-steps", "2"}), fake_factory(&cosine)).code, 0);
