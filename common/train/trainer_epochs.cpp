@@ -345,13 +345,12 @@ void evaluate_untrained(Run& run) {
 void warm_up(Run& run) {
   const TrainerOptions& o = run.o;
   if (run.start.epoch >= o.epochs) return;  // nothing to train
-  const long steps = static_cast<long>(steps_per_epoch(run)) * o.epochs;
-  if (o.warmup_steps > steps)
-    std::cerr << "warning: --warmup-steps " << o.warmup_steps << " is longer than the run (" << steps
+  const long per_epoch = steps_per_epoch(run);
+  if (o.warmup_steps > per_epoch * o.epochs)
+    std::cerr << "warning: --warmup-steps " << o.warmup_steps << " is longer than the run (" << per_epoch * o.epochs
               << " steps of " << o.batch << "): the rate never reaches its full value\n";
-  // The first epoch's rate, so that a step captured now is the one that epoch replays.
-  run.engine->set_learning_rate(
-      step_learning_rate(o, run.start.epoch, static_cast<long>(run.start.epoch) * steps_per_epoch(run) + run.start.step));
+  // The first step's rate, so that a step captured now is the one that epoch replays.
+  run.engine->set_learning_rate(step_learning_rate(o, run.start.epoch, run.start.epoch * per_epoch + run.start.step));
   Timer timer;
   const std::string what = run.engine->warm_up(run.train());
   const double seconds = timer.seconds();

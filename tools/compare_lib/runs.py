@@ -19,7 +19,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .stages import trainer_path, not_built_reason, weak_scaling_args
+from .stages import WEAK_SCALING_WARMUP_STEPS, not_built_reason, trainer_path, weak_scaling_args
 
 EXIT_USAGE = 2           # common/train/trainer.hpp: a bad command line, or a model the stage cannot run
 EXIT_NOT_IMPLEMENTED = 3  # an exercise hole was reached
@@ -103,15 +103,12 @@ def as_variant(run, stage, variant):
 def trainer_command(binary, stage, model, *, epochs, batch, limit, seed, dataset, json_path,
                     threads=0, extra=()):
     """The trainer's command line: the same options for every stage, plus what only some take."""
-    cmd = [str(binary), "--model", model, "--dataset", dataset, "--epochs", str(epochs), "--batch", str(batch),
+    cmd = [str(binary), "--model", model, "--dataset", dataset, "--epochs", str(epochs),
+           "--batch", str(stage.trainer_batch(batch)),
            "--limit", str(limit), "--seed", str(seed), "--json", str(json_path), "--no-progress"]
     if stage.has_threads and threads:
         cmd += ["--threads", str(threads)]
-    rule = weak_scaling_args(stage, batch)
-    if rule:  # the global batch replaces the table's
-        cmd[cmd.index("--batch") + 1] = rule[1]
-        rule = rule[2:]
-    return cmd + list(stage.extra_args) + list(rule) + list(extra)
+    return cmd + list(stage.extra_args) + list(weak_scaling_args(stage, batch)) + list(extra)
 
 
 def _lines(text):
@@ -298,7 +295,8 @@ def run_stage(root, build_dir, stage, model, *, out_dir, epochs, batch, limit, s
     run = interpret(stage, model, code, stdout, stderr, results, command=shown, log=log_path)
     run.wall_seconds = wall
     if stage.batch_per_gpu:
-        rule = weak_scaling_args(stage, batch)
-        run.options["weak_scaling"] = (f"{batch} images a GPU a step, a global batch of {rule[1]}, at --lr-scaling "
-                                       f"linear (the rate x {rule[1]}/{batch}) with --warmup-steps {rule[-1]}")
+        total = stage.trainer_batch(batch)
+        run.options["weak_scaling"] = (f"{batch} images a GPU a step, a global batch of {total}, at --lr-scaling "
+                                       f"linear (the rate x {total}/{batch}) with --warmup-steps "
+                                       f"{WEAK_SCALING_WARMUP_STEPS}")
     return run

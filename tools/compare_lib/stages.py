@@ -24,11 +24,11 @@ WEAK_SCALING_WARMUP_STEPS = 100
 
 
 def weak_scaling_args(stage, batch):
-    """The global --batch and the rate rule of `stage`'s row at the table's `batch` (() for the other rows)."""
+    """The rate rule of `stage`'s row at the table's `batch` (() for a row whose batch is not a GPU's share)."""
     if not stage.batch_per_gpu:
         return ()
-    return ("--batch", str(batch * stage.gpus), "--lr-scaling", "linear", "--lr-reference-batch", str(batch),
-            "--warmup-steps", str(WEAK_SCALING_WARMUP_STEPS))
+    return ("--lr-scaling", "linear", "--lr-reference-batch", str(batch), "--warmup-steps",
+            str(WEAK_SCALING_WARMUP_STEPS))
 
 
 @dataclass(frozen=True)
@@ -43,8 +43,12 @@ class Stage:
     extra_args: tuple = field(default_factory=tuple)  # always passed to the trainer
     gpus: int = 0                # stage 09's rows: the GPUs its run trains on (--gpus); 0 for the other stages
     batch_per_gpu: bool = False  # the table's --batch is each GPU's share (weak scaling): the trainer's global
-                                 # batch is batch x gpus, its rate scaled linearly with a warm-up (WEAK_SCALING_RULE)
+                                 # batch is batch x gpus, its rate scaled linearly with a warm-up (weak_scaling_args)
     variants: tuple = ()         # Variant rows beside the stage's own (which runs the trainer's defaults)
+
+    def trainer_batch(self, batch):
+        """The trainer's --batch for the table's `batch`: the global batch of all its GPUs where each takes one."""
+        return batch * self.gpus if self.batch_per_gpu else batch
 
     @property
     def number(self):
