@@ -32,6 +32,17 @@ set(COURSE_EXERCISE_WARNINGS -Wno-unused-parameter -Wno-unused-variable
 # shared arrays unreferenced (#177: declared but never referenced).
 set(COURSE_EXERCISE_CUDA_WARNINGS -diag-suppress=177)
 
+# ---- test programs in batches (COURSE_UNITY_TESTS, CI's presets) ---------------
+# A test program's files compiled a few to one translation unit. GCC then takes each file
+# for a header and warns that a fixture in its anonymous namespace is the base of a test
+# class (-Wsubobject-linkage), a warning about headers that does not apply.
+function(course_unity_tests target)
+  if(COURSE_UNITY_TESTS)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${COURSE_UNITY_BATCH})
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANG_AND_ID:CXX,GNU>:-Wno-subobject-linkage>)
+  endif()
+endfunction()
+
 # ---- optimisation ----------------------------------------------------------
 # `#pragma omp simd` in the lesson code marks the reductions the compiler may
 # vectorise; -fopenmp-simd honours those pragmas without the OpenMP runtime.

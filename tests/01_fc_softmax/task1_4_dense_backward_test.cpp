@@ -10,10 +10,10 @@ using namespace course;
 namespace {
 const auto lesson_backward = [](const auto* x, const auto* W, const auto* dy, auto* dW, auto* db, auto* dx, int B,
                                 int IN, int OUT) { dense_backward(x, W, dy, dW, db, dx, B, IN, OUT); };
-const auto lesson_forward = [](const auto* x, const auto* W, const auto* b, auto* y, int B, int IN, int OUT) {
+const auto lesson_dense_forward = [](const auto* x, const auto* W, const auto* b, auto* y, int B, int IN, int OUT) {
   dense_forward(x, W, b, y, B, IN, OUT);
 };
-void check_gradients(int B, int IN, int OUT) { s01test::check_dense_gradients(lesson_backward, lesson_forward, B, IN, OUT); }
+void check_gradients(int B, int IN, int OUT) { s01test::check_dense_gradients(lesson_backward, lesson_dense_forward, B, IN, OUT); }
 }  // namespace
 
 TEST(Task1_4_DenseBackward, GradientCheckSmall) { check_gradients(1, 1, 1); }

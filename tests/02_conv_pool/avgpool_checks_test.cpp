@@ -22,7 +22,7 @@ using course::planted::AvgPoolMistake;
 
 namespace {
 
-GradCheckResult check_avgpool(int B, const PoolGeometry& g, AvgPoolMistake mistake) {
+GradCheckResult gradcheck_avgpool_mistake(int B, const PoolGeometry& g, AvgPoolMistake mistake) {
   auto x = testkit::random_vector(static_cast<std::size_t>(B) * g.in_size(), 101);
   const auto r = testkit::random_vector(static_cast<std::size_t>(B) * g.out_size(), 102);
   const auto dx = planted::avgpool_input_gradient(r, B, g, mistake);
@@ -42,27 +42,27 @@ std::string refusal(const PoolGeometry& g, const char* kind) {
 }  // namespace
 
 TEST(Stage02_Checker, AcceptsCorrectAvgPoolGradients) {
-  EXPECT_GRADIENT_OK(check_avgpool(2, PoolGeometry{2, 7, 6, 3, 2, 1}, AvgPoolMistake::None));
-  EXPECT_GRADIENT_OK(check_avgpool(1, PoolGeometry{2, 5, 5, 3, 1, 2}, AvgPoolMistake::None));
+  EXPECT_GRADIENT_OK(gradcheck_avgpool_mistake(2, PoolGeometry{2, 7, 6, 3, 2, 1}, AvgPoolMistake::None));
+  EXPECT_GRADIENT_OK(gradcheck_avgpool_mistake(1, PoolGeometry{2, 5, 5, 3, 1, 2}, AvgPoolMistake::None));
 }
 
 // The count_include_pad=False rule in the backward pass of a count_include_pad=True
 // forward: the border cells of a padded pool get too much. Without padding every
 // window holds K*K image cells and the two rules agree, so the check needs padding.
 TEST(Stage02_Checker, RejectsAvgPoolGradientDividedByTheImageCells) {
-  EXPECT_GRADIENT_REJECTED(check_avgpool(2, PoolGeometry{2, 6, 6, 2, 2, 1}, AvgPoolMistake::DivideByImageCells));
-  EXPECT_GRADIENT_REJECTED(check_avgpool(1, PoolGeometry{2, 5, 7, 3, 1, 1}, AvgPoolMistake::DivideByImageCells));
+  EXPECT_GRADIENT_REJECTED(gradcheck_avgpool_mistake(2, PoolGeometry{2, 6, 6, 2, 2, 1}, AvgPoolMistake::DivideByImageCells));
+  EXPECT_GRADIENT_REJECTED(gradcheck_avgpool_mistake(1, PoolGeometry{2, 5, 7, 3, 1, 1}, AvgPoolMistake::DivideByImageCells));
   // Without padding the two divisors are the same.
-  EXPECT_GRADIENT_OK(check_avgpool(2, PoolGeometry{2, 6, 6, 2, 2, 0}, AvgPoolMistake::DivideByImageCells));
+  EXPECT_GRADIENT_OK(gradcheck_avgpool_mistake(2, PoolGeometry{2, 6, 6, 2, 2, 0}, AvgPoolMistake::DivideByImageCells));
 }
 
 TEST(Stage02_Checker, RejectsAvgPoolGradientNotDivided) {
-  EXPECT_GRADIENT_REJECTED(check_avgpool(2, PoolGeometry{2, 6, 6, 2, 2, 0}, AvgPoolMistake::NoDivision));
+  EXPECT_GRADIENT_REJECTED(gradcheck_avgpool_mistake(2, PoolGeometry{2, 6, 6, 2, 2, 0}, AvgPoolMistake::NoDivision));
 }
 
 TEST(Stage02_Checker, RejectsOverlappingAvgPoolGradientsOverwrittenInsteadOfSummed) {
-  EXPECT_GRADIENT_REJECTED(check_avgpool(2, PoolGeometry{2, 6, 6, 3, 1, 0}, AvgPoolMistake::OverwriteInsteadOfSum));
-  EXPECT_GRADIENT_REJECTED(check_avgpool(2, PoolGeometry{2, 7, 7, 3, 2, 1}, AvgPoolMistake::OverwriteInsteadOfSum));
+  EXPECT_GRADIENT_REJECTED(gradcheck_avgpool_mistake(2, PoolGeometry{2, 6, 6, 3, 1, 0}, AvgPoolMistake::OverwriteInsteadOfSum));
+  EXPECT_GRADIENT_REJECTED(gradcheck_avgpool_mistake(2, PoolGeometry{2, 7, 7, 3, 2, 1}, AvgPoolMistake::OverwriteInsteadOfSum));
 }
 
 // The Task 2.8 backward test names a failing answer that is exactly one of the

@@ -10,10 +10,10 @@
 using namespace course;
 
 namespace {
-void lesson(const double* x, const double* dy, double* dW, double* db, int B, const ConvGeometry& g) {
+void lesson_conv_backward_weight(const double* x, const double* dy, double* dW, double* db, int B, const ConvGeometry& g) {
   conv2d_backward_weight(x, dy, dW, db, B, g);
 }
-void check_weight_gradients(int B, const ConvGeometry& g) { s02test::check_conv_weight_gradients(lesson, {B, g}); }
+void check_weight_gradients(int B, const ConvGeometry& g) { s02test::check_conv_weight_gradients(lesson_conv_backward_weight, {B, g}); }
 }  // namespace
 
 // One test per shape of conv_cases.hpp, named after it (conv_case_tests.hpp); nothing to skip on the CPU.
@@ -21,5 +21,5 @@ COURSE_CONV_CASE_TESTS(Task2_2_ConvBackwardWeight, K3Pad1NonSquareBatch, , check
 
 // The gradients are sums over the batch, written fresh on every call: stale values must not leak in.
 TEST(Task2_2_ConvBackwardWeight, SumsOverTheBatchAndOverwrites) {
-  s02test::check_conv_weight_gradient_sums_the_batch(lesson);
+  s02test::check_conv_weight_gradient_sums_the_batch(lesson_conv_backward_weight);
 }

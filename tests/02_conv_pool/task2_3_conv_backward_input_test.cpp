@@ -11,10 +11,10 @@
 using namespace course;
 
 namespace {
-void lesson(const double* dy, const double* W, double* dx, int B, const ConvGeometry& g) {
+void lesson_conv_backward_input(const double* dy, const double* W, double* dx, int B, const ConvGeometry& g) {
   conv2d_backward_input(dy, W, dx, B, g);
 }
-void check_input_gradient(int B, const ConvGeometry& g) { s02test::check_conv_input_gradient(lesson, {B, g}); }
+void check_input_gradient(int B, const ConvGeometry& g) { s02test::check_conv_input_gradient(lesson_conv_backward_input, {B, g}); }
 }  // namespace
 
 // One test per shape of conv_cases.hpp, named after it (conv_case_tests.hpp); nothing to skip on the CPU.
@@ -22,5 +22,5 @@ COURSE_CONV_CASE_TESTS(Task2_3_ConvBackwardInput, K3Pad1NonSquareBatch, , check_
 
 // Where one output's gradient lands, worked by hand: the kernel laid over that output's window.
 TEST(Task2_3_ConvBackwardInput, OneOutputGradientLandsOnItsWindow) {
-  s02test::check_one_output_gradient_lands_on_its_window(lesson);
+  s02test::check_one_output_gradient_lands_on_its_window(lesson_conv_backward_input);
 }

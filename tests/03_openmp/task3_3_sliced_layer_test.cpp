@@ -16,32 +16,32 @@ using namespace course;
 using namespace course::s03test;
 
 namespace {
-std::unique_ptr<Layer<float>> lesson(std::vector<std::unique_ptr<Layer<float>>> copies, Shape3 in) {
+std::unique_ptr<Layer<float>> lesson_sliced_layer(std::vector<std::unique_ptr<Layer<float>>> copies, Shape3 in) {
   return std::make_unique<SlicedLayer<float>>(std::move(copies), in);
 }
 }  // namespace
 
 TEST(Task3_3_SlicedLayer, DenseAndActivationsMatchTheWholeBatch) {
   for (int R = 1; R <= 4; ++R) {
-    check_layer(lesson, "fc7", {3, 2, 2}, make_dense_or_activation<float>, R, 5);
-    check_layer(lesson, "relu", {3, 2, 2}, make_dense_or_activation<float>, R, 5);
-    check_layer(lesson, "tanh", {6, 1, 1}, make_dense_or_activation<float>, R, 5);
+    check_layer(lesson_sliced_layer, "fc7", {3, 2, 2}, make_dense_or_activation<float>, R, 5);
+    check_layer(lesson_sliced_layer, "relu", {3, 2, 2}, make_dense_or_activation<float>, R, 5);
+    check_layer(lesson_sliced_layer, "tanh", {6, 1, 1}, make_dense_or_activation<float>, R, 5);
   }
 }
 
 TEST(Task3_3_SlicedLayer, ConvPoolFlattenMatchTheWholeBatch) {
   for (int R = 1; R <= 4; ++R) {
-    check_layer(lesson, "conv4k3p1", {2, 6, 6}, make_cnn_layer<float>, R, 5);
-    check_layer(lesson, "conv3k3s2", {2, 7, 7}, make_cnn_layer<float>, R, 5);
-    check_layer(lesson, "pool2", {2, 6, 6}, make_cnn_layer<float>, R, 5);
-    check_layer(lesson, "flatten", {2, 3, 3}, make_cnn_layer<float>, R, 5);
+    check_layer(lesson_sliced_layer, "conv4k3p1", {2, 6, 6}, make_cnn_layer<float>, R, 5);
+    check_layer(lesson_sliced_layer, "conv3k3s2", {2, 7, 7}, make_cnn_layer<float>, R, 5);
+    check_layer(lesson_sliced_layer, "pool2", {2, 6, 6}, make_cnn_layer<float>, R, 5);
+    check_layer(lesson_sliced_layer, "flatten", {2, 3, 3}, make_cnn_layer<float>, R, 5);
   }
 }
 
 TEST(Task3_3_SlicedLayer, MoreSlicesThanExamples) {
-  check_layer(lesson, "fc4", {5, 1, 1}, make_dense_or_activation<float>, 4, 2);
-  check_layer(lesson, "conv2k3p1", {1, 5, 5}, make_cnn_layer<float>, 4, 3);
-  check_layer(lesson, "pool2", {1, 4, 4}, make_cnn_layer<float>, 3, 1);
+  check_layer(lesson_sliced_layer, "fc4", {5, 1, 1}, make_dense_or_activation<float>, 4, 2);
+  check_layer(lesson_sliced_layer, "conv2k3p1", {1, 5, 5}, make_cnn_layer<float>, 4, 3);
+  check_layer(lesson_sliced_layer, "pool2", {1, 4, 4}, make_cnn_layer<float>, 3, 1);
 }
 
 TEST(Task3_3_SlicedLayer, GradientCheckOfASlicedCnn) {

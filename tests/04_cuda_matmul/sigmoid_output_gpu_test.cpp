@@ -32,7 +32,7 @@ namespace {
 const char* const kPractice = "fc16,leaky0.1,fc8,leaky0.1,fc3,sigmoid";
 const Shape3 kFeatures{12, 1, 1};
 
-EngineConfig config_for(const std::string& spec, const Dataset& d, int batch, const std::string& loss = "mse") {
+EngineConfig sigmoid_config(const std::string& spec, const Dataset& d, int batch, const std::string& loss = "mse") {
   EngineConfig cfg = testkit::engine_config(spec, d.shape, d.classes, batch);
   cfg.lr = 0.5;  // the practice's rate: sigmoid outputs under MSE have small gradients
   cfg.momentum = 0.9;
@@ -46,7 +46,7 @@ EngineConfig config_for(const std::string& spec, const Dataset& d, int batch, co
 // Before any GPU work, so it runs anywhere: a sigmoid output goes with MSE only.
 TEST(Stage04_SigmoidOutput, RefusesASigmoidOutputWithCrossEntropy) {
   const Dataset d = make_synthetic(8, kFeatures, 3, 1);
-  const std::string m = message_of([&] { GpuEngine engine = mlp_engine(config_for(kPractice, d, 4, "cross-entropy")); });
+  const std::string m = message_of([&] { GpuEngine engine = mlp_engine(sigmoid_config(kPractice, d, 4, "cross-entropy")); });
   EXPECT_NE(m.find("--loss mse"), std::string::npos) << m;
 }
 
@@ -55,7 +55,7 @@ TEST(Stage04_SigmoidOutput, RefusesASigmoidOutputWithCrossEntropy) {
 TEST(Stage04_SigmoidOutput, PracticeNetworkTrainsLikeStage01) {
   SKIP_WITHOUT_GPU();
   const Dataset data = make_synthetic(12 * 25 - 5, kFeatures, 3, 31);
-  const EngineConfig cfg = config_for(kPractice, data, 25);
+  const EngineConfig cfg = sigmoid_config(kPractice, data, 25);
   const std::vector<NamedTensor> weights = test_weights(cfg, 32);
 
   GpuEngine gpu = mlp_engine(cfg, kGemmCublas, weights);
@@ -78,7 +78,7 @@ TEST(Stage04_SigmoidOutput, PracticeNetworkTrainsLikeStage01) {
 TEST(Stage04_SigmoidOutput, EvaluateMatchesStage01) {
   SKIP_WITHOUT_GPU();
   const Dataset test = make_synthetic(77, kFeatures, 3, 33);
-  const EngineConfig cfg = config_for(kPractice, test, 32);
+  const EngineConfig cfg = sigmoid_config(kPractice, test, 32);
   BothEvaluated both = evaluate_both(cfg, test_weights(cfg, 34), test);
   const EpochStats &g = both.gpu_stats, &c = both.cpu_stats;
   ASSERT_EQ(g.seen, 77);
@@ -96,7 +96,7 @@ TEST(Stage04_SigmoidOutput, EvaluateMatchesStage01) {
 TEST(Stage04_SigmoidOutput, LeakySlopeReachesTheKernels) {
   SKIP_WITHOUT_GPU();
   const Dataset test = make_synthetic(64, kFeatures, 3, 35);
-  EngineConfig cfg = config_for("fc32,leaky0.3,fc3", test, 64);
+  EngineConfig cfg = sigmoid_config("fc32,leaky0.3,fc3", test, 64);
   const std::vector<NamedTensor> weights = test_weights(cfg, 36);
   GpuEngine gpu = mlp_engine(cfg, kGemmCublas, weights);
   const EpochStats g = gpu.evaluate(test, nullptr);

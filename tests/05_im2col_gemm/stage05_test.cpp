@@ -47,7 +47,7 @@ std::string invalid_argument_message(F&& f) {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-EngineConfig config(const std::string& spec, Shape3 input, int batch) {
+EngineConfig stage05_config(const std::string& spec, Shape3 input, int batch) {
   return testkit::engine_config(spec, input, 10, batch);
 }
 }  // namespace
@@ -134,7 +134,7 @@ TEST(Stage05_Engine, ParametersAreNamedAndShapedAsInStage02) {
   for (const std::string& spec : {named_model_spec("cnn"), named_model_spec("cnn-deep"), named_model_spec("mlp"),
                                   std::string("conv4k5p2s2,tanh,pool3s2p1,conv6k1,flatten,fc12,sigmoid,fc10"),
                                   std::string("flatten,fc10")}) {
-    const EngineConfig cfg = config(spec, {3, 20, 20}, 4);
+    const EngineConfig cfg = stage05_config(spec, {3, 20, 20}, 4);
     const std::vector<NamedTensor> got = CnnStep::model_parameters(cfg);
     const std::vector<NamedTensor> want = initial_parameters(cfg.arch, cfg.input, cfg.classes, 1, make_cnn_layer<float>);
     ASSERT_EQ(got.size(), want.size()) << spec;
@@ -147,7 +147,7 @@ TEST(Stage05_Engine, ParametersAreNamedAndShapedAsInStage02) {
 
 // Refused with a reason before any GPU memory is touched.
 TEST(Stage05_Engine, RefusesWhatItCannotRun) {
-  const EngineConfig cnn = config(named_model_spec("cnn"), {1, 28, 28}, 64);
+  const EngineConfig cnn = stage05_config(named_model_spec("cnn"), {1, 28, 28}, 64);
   EXPECT_TRUE(contains(invalid_argument_message([&] { GpuEngine e = cnn_engine(cnn, GpuCnnOptions{kGemmSingleBlock, Unroll::Batch, 1}); }),
                        "use --kernel 2 or later"));
   EXPECT_TRUE(contains(invalid_argument_message([&] { GpuEngine e = cnn_engine(cnn, GpuCnnOptions{9, Unroll::Batch, 1}); }), "kernel 9"));
@@ -156,7 +156,7 @@ TEST(Stage05_Engine, RefusesWhatItCannotRun) {
   EngineConfig hinge = cnn;
   hinge.loss = "hinge";
   EXPECT_TRUE(contains(invalid_argument_message([&] { GpuEngine e = cnn_engine(hinge); }), "unknown loss 'hinge'"));
-  const EngineConfig too_small = config(named_model_spec("cnn"), {1, 3, 3}, 8);
+  const EngineConfig too_small = stage05_config(named_model_spec("cnn"), {1, 3, 3}, 8);
   EXPECT_FALSE(invalid_argument_message([&] { GpuEngine e = cnn_engine(too_small); }).empty());
   std::vector<NamedTensor> wrong = CnnStep::model_parameters(cnn);
   wrong[0].tensor = Tensor({16, 1, 5, 5});
@@ -167,7 +167,7 @@ TEST(Stage05_Engine, RefusesWhatItCannotRun) {
 // gather, the loss and the update; every conv row has a forward and a backward time.
 TEST(Stage05_Engine, ProfileHasARowPerLayer) {
   SKIP_WITHOUT_GPU();
-  EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 16);
+  EngineConfig cfg = stage05_config(named_model_spec("cnn"), {1, 28, 28}, 16);
   cfg.profile = true;
   GpuEngine engine = cnn_engine(cfg);
   engine.train_epoch(make_synthetic(48, {1, 28, 28}, 10, 3), 0, {});
@@ -191,7 +191,7 @@ TEST(Stage05_Engine, ProfileHasARowPerLayer) {
 // included.
 TEST(Stage05_Engine, GraphOnTrainsBitForBitAsGraphOff) {
   SKIP_WITHOUT_GPU();
-  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 16);
+  const EngineConfig cfg = stage05_config(named_model_spec("cnn"), {1, 28, 28}, 16);
   const Dataset data = make_synthetic(3 * 16 + 5, {1, 28, 28}, 10, 6);
   GpuEngine graph = cnn_engine(cfg, {}, {}, true), launches = cnn_engine(cfg, {}, {}, false);
   for (int epoch = 0; epoch < 2; ++epoch) {
@@ -211,7 +211,7 @@ TEST(Stage05_Engine, GraphOnTrainsBitForBitAsGraphOff) {
 // Checkpoints carry the velocity: what get_optimizer_state() returns, set_optimizer_state() takes back.
 TEST(Stage05_Engine, OptimizerStateRoundTrips) {
   SKIP_WITHOUT_GPU();
-  const EngineConfig cfg = config(named_model_spec("cnn"), {1, 28, 28}, 16);
+  const EngineConfig cfg = stage05_config(named_model_spec("cnn"), {1, 28, 28}, 16);
   GpuEngine engine = cnn_engine(cfg);
   engine.train_epoch(make_synthetic(32, {1, 28, 28}, 10, 4), 0, {});
   const std::vector<NamedTensor> state = engine.get_optimizer_state();

@@ -41,12 +41,12 @@ namespace {
 // Strides 1 and 2, padding 0, 1 and 2 (P = K - 1), overlapping windows, odd and
 // non-square sizes, batches of 1 to 64 (pool1 of `cnn` at batch 64).
 //                                C  H  W  K  S  P
-const PoolCase kCases[] = {{2, {3, 6, 8, 2, 2, 0}}, {2, {2, 7, 5, 2, 2, 0}},  {2, {2, 9, 7, 3, 2, 0}},
+const PoolCase kAvgPoolCases[] = {{2, {3, 6, 8, 2, 2, 0}}, {2, {2, 7, 5, 2, 2, 0}},  {2, {2, 9, 7, 3, 2, 0}},
                            {3, {2, 7, 8, 3, 2, 1}}, {2, {2, 5, 6, 2, 2, 1}},  {1, {2, 6, 5, 3, 1, 1}},
                            {2, {3, 7, 9, 2, 1, 0}}, {3, {2, 5, 6, 3, 1, 2}},  {2, {2, 8, 9, 3, 1, 1}},
                            {1, {1, 5, 5, 2, 2, 0}}, {64, {16, 28, 28, 2, 2, 0}}};
 
-std::string describe(const PoolCase& c) { return c.g.str("average-pool") + ", batch " + std::to_string(c.B); }
+std::string describe_case(const PoolCase& c) { return c.g.str("average-pool") + ", batch " + std::to_string(c.B); }
 
 // The given average pool's calls (avgpool_cudnn.hpp), for run_pool().
 const PoolCalls kAvgPool{describe_avgpool, avgpool_forward_cudnn, avgpool_backward_cudnn};
@@ -55,8 +55,8 @@ const PoolCalls kAvgPool{describe_avgpool, avgpool_forward_cudnn, avgpool_backwa
 
 TEST(Stage06_AvgPool, MatchesStage02OnEveryShape) {
   S06_SKIP_WITHOUT_GPU();
-  for (const PoolCase& c : kCases) {
-    SCOPED_TRACE(describe(c));
+  for (const PoolCase& c : kAvgPoolCases) {
+    SCOPED_TRACE(describe_case(c));
     const PoolGeometry& g = c.g;
     const auto x = as_float_values(testkit::random_vector(static_cast<std::size_t>(c.B) * g.in_size(), 71));
     const auto dy = as_float_values(testkit::random_vector(static_cast<std::size_t>(c.B) * g.out_size(), 72));
@@ -65,10 +65,10 @@ TEST(Stage06_AvgPool, MatchesStage02OnEveryShape) {
     std::vector<double> want_y(got_y.size()), want_dx(got_dx.size());
     avgpool_forward(x.data(), want_y.data(), c.B, g);
     avgpool_backward(dy.data(), want_dx.data(), c.B, g);
-    EXPECT_TRUE(all_close("y of " + describe(c), got_y, want_y, {c.B, g.C, g.out_h(), g.out_w()},
+    EXPECT_TRUE(all_close("y of " + describe_case(c), got_y, want_y, {c.B, g.C, g.out_h(), g.out_w()},
                           testkit::avgpool_atol(g, x), 0));
     EXPECT_TRUE(
-        all_close("dx of " + describe(c), got_dx, want_dx, {c.B, g.C, g.H, g.W}, testkit::avgpool_atol(g, dy), 0));
+        all_close("dx of " + describe_case(c), got_dx, want_dx, {c.B, g.C, g.H, g.W}, testkit::avgpool_atol(g, dy), 0));
   }
 }
 

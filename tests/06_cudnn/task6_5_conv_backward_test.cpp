@@ -23,7 +23,7 @@ namespace {
 // the output scale; a missing flip, a wrong padding offset or a stride
 // mistake is off by O(1).
 // (FFT and Winograd get the looser kAbsTransformed: abs_tolerance(), s06_support.hpp.)
-constexpr double kAbs = 1e-4, kRel = 1e-4;
+constexpr double kGradAbs = 1e-4, kGradRel = 1e-4;
 
 struct Inputs {
   std::vector<double> x, W, dy;
@@ -74,10 +74,10 @@ void check_backward(int B, const ConvGeometry& g) {
     const std::string data_name = ", backward-data " + algorithm_name(a.backward_data);
     const std::string filter_name = ", backward-filter " + algorithm_name(a.backward_filter);
     EXPECT_TRUE(all_close("dx of " + what + data_name, got_dx, want_dx, input_shape(B, g),
-                          abs_tolerance(a.backward_data, kAbs) * scale_of(want_dx), kRel));
+                          abs_tolerance(a.backward_data, kGradAbs) * scale_of(want_dx), kGradRel));
     EXPECT_TRUE(all_close("dW of " + what + filter_name, got_dW, want_dW, weight_shape(g),
-                          abs_tolerance(a.backward_filter, kAbs) * scale_of(want_dW), kRel));
-    EXPECT_TRUE(all_close("db of " + what, got_db, want_db, {{"o", g.C_out}}, kAbs * scale_of(want_db), kRel));
+                          abs_tolerance(a.backward_filter, kGradAbs) * scale_of(want_dW), kGradRel));
+    EXPECT_TRUE(all_close("db of " + what, got_db, want_db, {{"o", g.C_out}}, kGradAbs * scale_of(want_db), kGradRel));
   }
 }
 
@@ -109,6 +109,6 @@ TEST(Task6_5_ConvBackward, NullDxSkipsTheInputGradient) {
   std::vector<double> want_dW(g.weight_size()), want_db(g.C_out);
   const auto got_dW = to_host(dW), got_db = to_host(db);
   conv2d_backward_weight(in.x.data(), in.dy.data(), want_dW.data(), want_db.data(), c.B, g);
-  EXPECT_TRUE(all_close("dW with dx null", got_dW, want_dW, weight_shape(g), kAbs * scale_of(want_dW), kRel));
-  EXPECT_TRUE(all_close("db with dx null", got_db, want_db, {{"o", g.C_out}}, kAbs * scale_of(want_db), kRel));
+  EXPECT_TRUE(all_close("dW with dx null", got_dW, want_dW, weight_shape(g), kGradAbs * scale_of(want_dW), kGradRel));
+  EXPECT_TRUE(all_close("db with dx null", got_db, want_db, {{"o", g.C_out}}, kGradAbs * scale_of(want_db), kGradRel));
 }

@@ -18,7 +18,7 @@ namespace {
 // FP32 dot products of up to 784 terms of values in [-1, 1] against double:
 // within ~1e-5 of the output's scale. Checked to 1e-4 of it; a transposed
 // operand or a wrong leading dimension is off by O(1), or fails to run.
-constexpr double kAbs = 1e-4, kRel = 1e-4;
+constexpr double kDenseAbs = 1e-4, kDenseRel = 1e-4;
 
 void check_dense(int B, int IN, int OUT) {
   S06_SKIP_WITHOUT_GPU();
@@ -41,10 +41,10 @@ void check_dense(int B, int IN, int OUT) {
   std::vector<double> want_y(got_y.size()), want_dx(x.size()), want_dW(W.size()), want_db(b.size());
   dense_forward(x.data(), W.data(), b.data(), want_y.data(), B, IN, OUT);
   dense_backward(x.data(), W.data(), dy.data(), want_dW.data(), want_db.data(), want_dx.data(), B, IN, OUT);
-  EXPECT_TRUE(all_close("y of " + what, got_y, want_y, {{"n", B}, {"o", OUT}}, kAbs * scale_of(want_y), kRel));
-  EXPECT_TRUE(all_close("dx of " + what, got_dx, want_dx, {{"n", B}, {"i", IN}}, kAbs * scale_of(want_dx), kRel));
-  EXPECT_TRUE(all_close("dW of " + what, got_dW, want_dW, {{"o", OUT}, {"i", IN}}, kAbs * scale_of(want_dW), kRel));
-  EXPECT_TRUE(all_close("db of " + what, got_db, want_db, {{"o", OUT}}, kAbs * scale_of(want_db), kRel));
+  EXPECT_TRUE(all_close("y of " + what, got_y, want_y, {{"n", B}, {"o", OUT}}, kDenseAbs * scale_of(want_y), kDenseRel));
+  EXPECT_TRUE(all_close("dx of " + what, got_dx, want_dx, {{"n", B}, {"i", IN}}, kDenseAbs * scale_of(want_dx), kDenseRel));
+  EXPECT_TRUE(all_close("dW of " + what, got_dW, want_dW, {{"o", OUT}, {"i", IN}}, kDenseAbs * scale_of(want_dW), kDenseRel));
+  EXPECT_TRUE(all_close("db of " + what, got_db, want_db, {{"o", OUT}}, kDenseAbs * scale_of(want_db), kDenseRel));
 }
 
 }  // namespace
@@ -72,6 +72,6 @@ TEST(Task6_9_Dense, NullDxSkipsTheInputGradient) {
   std::vector<double> want_dW(W.size()), want_db(OUT);
   const auto got_dW = to_host(dW), got_db = to_host(db);
   dense_backward(x.data(), W.data(), dy.data(), want_dW.data(), want_db.data(), static_cast<double*>(nullptr), B, IN, OUT);
-  EXPECT_TRUE(all_close("dW with dx null", got_dW, want_dW, {{"o", OUT}, {"i", IN}}, kAbs * scale_of(want_dW), kRel));
-  EXPECT_TRUE(all_close("db with dx null", got_db, want_db, {{"o", OUT}}, kAbs * scale_of(want_db), kRel));
+  EXPECT_TRUE(all_close("dW with dx null", got_dW, want_dW, {{"o", OUT}, {"i", IN}}, kDenseAbs * scale_of(want_dW), kDenseRel));
+  EXPECT_TRUE(all_close("db with dx null", got_db, want_db, {{"o", OUT}}, kDenseAbs * scale_of(want_db), kDenseRel));
 }

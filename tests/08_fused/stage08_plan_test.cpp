@@ -22,7 +22,7 @@ std::vector<FusedLayer> plan_of(const std::string& spec, Shape3 input = {1, 28, 
 }
 
 // The message of the std::invalid_argument `spec` is refused with ("" when it is not).
-std::string refusal(const std::string& spec, Shape3 input = {1, 28, 28}) {
+std::string plan_refusal(const std::string& spec, Shape3 input = {1, 28, 28}) {
   return s08test::fusion_refusal(spec, input);
 }
 using s08test::contains;
@@ -73,18 +73,18 @@ TEST(Stage08_Plan, CnnDeepAndMlpAndOtherSpecsItFuses) {
 
 // What cannot be fused is refused, naming the layer, its position and the reason.
 TEST(Stage08_Plan, RefusesWhatItCannotFuse) {
-  EXPECT_TRUE(contains(refusal("conv8k3p1s2,relu,fc10"), "layer 1 'conv8k3p1s2'"));
-  EXPECT_TRUE(contains(refusal("conv8k3p1s2,relu,fc10"), "stride is 2"));
-  EXPECT_TRUE(contains(refusal("conv8k7p3,fc10"), "7x7"));
-  EXPECT_TRUE(contains(refusal("conv8k3p1,relu,pool3,fc10"), "layer 3 'pool3'"));
-  EXPECT_TRUE(contains(refusal("conv8k3p1,relu,pool2s1,fc10"), "pools 2x2 windows with stride 2"));
-  EXPECT_TRUE(contains(refusal("conv8k3p1,relu,pool2p1,fc10"), "no padding"));
-  EXPECT_TRUE(contains(refusal("relu,fc10"), "an activation must follow"));
-  EXPECT_TRUE(contains(refusal("pool2,fc10"), "a max-pool must follow a conv"));
-  EXPECT_TRUE(contains(refusal("fc20,relu,tanh,fc10"), "layer 3 'tanh'"));
-  EXPECT_TRUE(contains(refusal("conv8k3p1,pool2,relu,fc10"), "layer 3 'relu'")) << "the pool comes after the activation";
-  EXPECT_EQ(refusal("conv8k3p1,relu,fc10"), "") << "a conv block without a pool is fused";
-  EXPECT_FALSE(refusal("conv8k5,relu,pool2,fc10", {1, 4, 4}).empty()) << "a 5x5 filter on a 4x4 image";
+  EXPECT_TRUE(contains(plan_refusal("conv8k3p1s2,relu,fc10"), "layer 1 'conv8k3p1s2'"));
+  EXPECT_TRUE(contains(plan_refusal("conv8k3p1s2,relu,fc10"), "stride is 2"));
+  EXPECT_TRUE(contains(plan_refusal("conv8k7p3,fc10"), "7x7"));
+  EXPECT_TRUE(contains(plan_refusal("conv8k3p1,relu,pool3,fc10"), "layer 3 'pool3'"));
+  EXPECT_TRUE(contains(plan_refusal("conv8k3p1,relu,pool2s1,fc10"), "pools 2x2 windows with stride 2"));
+  EXPECT_TRUE(contains(plan_refusal("conv8k3p1,relu,pool2p1,fc10"), "no padding"));
+  EXPECT_TRUE(contains(plan_refusal("relu,fc10"), "an activation must follow"));
+  EXPECT_TRUE(contains(plan_refusal("pool2,fc10"), "a max-pool must follow a conv"));
+  EXPECT_TRUE(contains(plan_refusal("fc20,relu,tanh,fc10"), "layer 3 'tanh'"));
+  EXPECT_TRUE(contains(plan_refusal("conv8k3p1,pool2,relu,fc10"), "layer 3 'relu'")) << "the pool comes after the activation";
+  EXPECT_EQ(plan_refusal("conv8k3p1,relu,fc10"), "") << "a conv block without a pool is fused";
+  EXPECT_FALSE(plan_refusal("conv8k5,relu,pool2,fc10", {1, 4, 4}).empty()) << "a 5x5 filter on a 4x4 image";
   try {  // more classes than the head keeps in registers
     plan_fused_layers(parse_arch("fc20,relu,fc40"), {1, 28, 28}, 40);
     ADD_FAILURE() << "a head of 40 classes was planned";
@@ -107,13 +107,13 @@ TEST(Stage08_Plan, RefusesWhatItCannotFuse) {
 // --output sigmoid), and the fused kernels compile leaky ReLU's default slope in (no
 // --leaky-slope); both are refused with the stages that run them.
 TEST(Stage08_Plan, RefusesTheSigmoidOutputAndOtherLeakySlopes) {
-  const std::string output = refusal("fc16,relu,fc10,sigmoid");
+  const std::string output = plan_refusal("fc16,relu,fc10,sigmoid");
   EXPECT_TRUE(contains(output, "layer 4 'sigmoid'")) << output;
   EXPECT_TRUE(contains(output, "--output sigmoid runs on every other stage")) << output;
-  const std::string slope = refusal("conv8k3p1,leaky0.1,pool2,flatten,fc10");
+  const std::string slope = plan_refusal("conv8k3p1,leaky0.1,pool2,flatten,fc10");
   EXPECT_TRUE(contains(slope, "layer 2 'leaky0.1'")) << slope;
   EXPECT_TRUE(contains(slope, "--leaky-slope runs on every other stage")) << slope;
-  EXPECT_EQ(refusal("conv8k3p1,leaky,pool2,flatten,fc16,leaky,fc10"), "") << "the default slope is fused";
+  EXPECT_EQ(plan_refusal("conv8k3p1,leaky,pool2,flatten,fc16,leaky,fc10"), "") << "the default slope is fused";
 }
 
 TEST(Stage08_Plan, ConvBlockShapesItCannotRunAreRefused) {

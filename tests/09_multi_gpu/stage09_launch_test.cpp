@@ -37,7 +37,7 @@ std::string launch_error(const std::function<void()>& f) {
 }
 
 // A unique id of made-up bytes (every value of a byte, zeros included).
-std::string fake_id(int seed) {
+std::string fake_unique_id(int seed) {
   std::string id(kUniqueIdBytes, '\0');
   for (std::size_t i = 0; i < id.size(); ++i) id[i] = static_cast<char>((i * 7 + static_cast<std::size_t>(seed)) % 256);
   return id;
@@ -87,7 +87,7 @@ TEST(Stage09_Bootstrap, ABadPlaceIsRefusedNamingTheVariable) {
 TEST(Stage09_Bootstrap, TheIdTravelsThroughAFileToEveryRank) {
   const fs::path dir = fresh_dir();
   const std::string path = (dir / "nccl-id").string();
-  const std::string id = fake_id(3);
+  const std::string id = fake_unique_id(3);
   std::string got1, got2;
   // The readers start first and wait; rank 0 publishes a little later.
   std::thread reader1([&] { got1 = wait_for_unique_id(path, 3, 1, 10); });
@@ -104,9 +104,9 @@ TEST(Stage09_Bootstrap, TheIdTravelsThroughAFileToEveryRank) {
 TEST(Stage09_Bootstrap, AnIdFileLeftBehindIsRefused) {
   const fs::path dir = fresh_dir();
   const std::string path = (dir / "nccl-id").string();
-  publish_unique_id(path, fake_id(1), 2);
-  EXPECT_CONTAINS(launch_error([&] { publish_unique_id(path, fake_id(2), 2); }), "exists already");
-  EXPECT_EQ(wait_for_unique_id(path, 2, 1, 1), fake_id(1)) << "the first id stays";
+  publish_unique_id(path, fake_unique_id(1), 2);
+  EXPECT_CONTAINS(launch_error([&] { publish_unique_id(path, fake_unique_id(2), 2); }), "exists already");
+  EXPECT_EQ(wait_for_unique_id(path, 2, 1, 1), fake_unique_id(1)) << "the first id stays";
   try {
     wait_for_unique_id(path, 4, 1, 1);
     ADD_FAILURE() << "an id file of a world of 2 accepted by a world of 4";
@@ -116,7 +116,7 @@ TEST(Stage09_Bootstrap, AnIdFileLeftBehindIsRefused) {
   std::ofstream(dir / "junk") << "not an id";
   EXPECT_THROW(wait_for_unique_id((dir / "junk").string(), 2, 1, 1), std::runtime_error);
   EXPECT_THROW(publish_unique_id((dir / "short").string(), "too short", 2), std::invalid_argument);
-  EXPECT_THROW(publish_unique_id((dir / "no-such-folder" / "id").string(), fake_id(0), 2), std::runtime_error);
+  EXPECT_THROW(publish_unique_id((dir / "no-such-folder" / "id").string(), fake_unique_id(0), 2), std::runtime_error);
 }
 
 TEST(Stage09_Bootstrap, ARankGivesUpWhenNoIdComes) {

@@ -140,7 +140,6 @@ TEST(CheckpointEngineState, CountsThatDoNotMatchTheRecordsAreRefused) {
 
 // ---- through the trainer ------------------------------------------------------------
 
-const StageInfo kStage{"01_fc_softmax", "dense layers on the CPU", false};
 
 // What the engines built by `factory` were given and made: each records, as
 // "choice", the value it was built with, else one of its own ("measured N").
@@ -185,14 +184,14 @@ TEST(CheckpointEngineState, TheTrainerSavesTheRecordsAndHandsThemToTheResumedEng
     a.insert(a.end(), more.begin(), more.end());
     return a;
   };
-  auto r = trainer_run::run_in_process(kStage, make,
+  auto r = trainer_run::run_in_process(trainer_run::kStage01, make,
                                        args({"--epochs", "1", "--checkpoint-every", "1", "--checkpoint", ckpt}));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   ASSERT_EQ(seen.given.size(), 1u);
   EXPECT_TRUE(seen.given[0].empty()) << "a fresh run gets no records";
   EXPECT_EQ(load_checkpoint(ckpt).engine_state, (EngineState{{"choice", "measured 1"}}));
 
-  r = trainer_run::run_in_process(kStage, make, args({"--epochs", "2", "--resume", ckpt, "--checkpoint-every", "1"}));
+  r = trainer_run::run_in_process(trainer_run::kStage01, make, args({"--epochs", "2", "--resume", ckpt, "--checkpoint-every", "1"}));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   ASSERT_EQ(seen.given.size(), 2u);
   EXPECT_EQ(seen.given[1], (EngineState{{"choice", "measured 1"}})) << "the resumed engine is built with the records";

@@ -28,7 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const StageInfo kStage{"01_fc_softmax", "dense layers on the CPU", false};
 
 // ---- a small engine that really trains -------------------------------------------
 
@@ -140,13 +139,10 @@ EngineFactory sgd_factory(SgdOptions options = {}) {
 using trainer_run::RunResult;
 using trainer_run::same_bits;
 
-RunResult run(std::vector<std::string> args, const EngineFactory& factory) {
-  args.insert(args.begin(), "s01_train");
-  return trainer_run::run_in_process(kStage, factory, args);
-}
+using trainer_run::run_as_stage01;
 
 // 200 synthetic examples in batches of 32: 7 steps per epoch, the last one of 8 examples.
-std::vector<std::string> quick(int epochs, std::vector<std::string> more = {}) {
+std::vector<std::string> checkpoint_args(int epochs, std::vector<std::string> more = {}) {
   std::vector<std::string> args = {"--dataset", "synthetic", "--limit",    "200", "--batch",
                                    "32",        "--lr",      "0.05",       "--momentum", "0.9",
                                    "--epochs",  std::to_string(epochs), "--no-progress"};
@@ -154,7 +150,7 @@ std::vector<std::string> quick(int epochs, std::vector<std::string> more = {}) {
   return args;
 }
 
-fs::path fresh_dir() { return trainer_process::fresh_dir("course_checkpoint"); }
+fs::path checkpoint_dir() { return trainer_process::fresh_dir("course_checkpoint"); }
 
 using testkit::small_checkpoint;
 
@@ -189,7 +185,7 @@ void expect_same(const Checkpoint& a, const Checkpoint& b) {
 TEST(CheckpointFile, RoundTripIsBitExact) {
   const Checkpoint c = small_checkpoint();
   expect_same(decode_checkpoint(encode_checkpoint(c), "mem"), c);
-  const fs::path path = fresh_dir() / "run.ckpt";
+  const fs::path path = checkpoint_dir() / "run.ckpt";
   save_checkpoint(path.string(), c);
   expect_same(load_checkpoint(path.string()), c);
   EXPECT_FALSE(fs::exists(path.string() + ".tmp"));
@@ -229,7 +225,7 @@ TEST(CheckpointFile, AModelFileIsNamedAsSuch) {
 }
 
 TEST(CheckpointFile, MissingFileNamesIt) {
-  const std::string path = (fresh_dir() / "missing.ckpt").string();
+  const std::string path = (checkpoint_dir() / "missing.ckpt").string();
   try {
     load_checkpoint(path);
     FAIL();
@@ -241,7 +237,7 @@ TEST(CheckpointFile, MissingFileNamesIt) {
 // A checkpoint write that fails part way (a full disk, a crash) must leave the
 // previous checkpoint whole and loadable: tried at every byte of the new file.
 TEST(CheckpointFile, WriteInterruptedAtEveryByteKeepsThePreviousCheckpoint) {
-  const fs::path path = fresh_dir() / "run.ckpt";
+  const fs::path path = checkpoint_dir() / "run.ckpt";
   const Checkpoint first = small_checkpoint();
   save_checkpoint(path.string(), first);
   Checkpoint second = small_checkpoint();
@@ -301,7 +297,7 @@ TEST(RemainingExamples, VisitsTheRestOfTheEpochInItsOrder) {
 Checkpoint uninterrupted(const fs::path& dir, int epochs, std::vector<std::string> more = {}) {
   const std::string path = (dir / ("uninterrupted_" + std::to_string(epochs) + ".ckpt")).string();
   more.insert(more.end(), {"--checkpoint-every", std::to_string(epochs), "--checkpoint", path});
-  const RunResult r = run(quick(epochs, more), sgd_factory());
+  const RunResult r = run_as_stage01(checkpoint_args(epochs, more), sgd_factory());
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   return load_checkpoint(path);
 }
@@ -309,18 +305,18 @@ Checkpoint uninterrupted(const fs::path& dir, int epochs, std::vector<std::strin
 // Train `stop` epochs, then resume up to 4: with a constant rate, what an
 // epoch does does not depend on --epochs, so this equals 4 epochs in one go.
 TEST(TrainerResume, ResumedAtEveryEpochEqualsUninterrupted) {
-  const fs::path dir = fresh_dir();
+  const fs::path dir = checkpoint_dir();
   const std::vector<std::string> constant = {"--lr-schedule", "constant"};
   const Checkpoint want = uninterrupted(dir, 4, constant);
   for (int stop = 1; stop < 4; ++stop) {
     const std::string path = (dir / ("after_" + std::to_string(stop) + ".ckpt")).string();
-    ASSERT_EQ(run(quick(stop, {"--checkpoint-every", "1", "--checkpoint", path, "--lr-schedule", "constant"}),
+    ASSERT_EQ(run_as_stage01(checkpoint_args(stop, {"--checkpoint-every", "1", "--checkpoint", path, "--lr-schedule", "constant"}),
                   sgd_factory())
                   .code,
               0);
     EXPECT_EQ(load_checkpoint(path).epoch, stop);
     const RunResult r =
-        run(quick(4, {"--resume", path, "--checkpoint-every", "4", "--lr-schedule", "constant"}), sgd_factory());
+        run_as_stage01(checkpoint_args(4, {"--resume", path, "--checkpoint-every", "4", "--lr-schedule", "constant"}), sgd_factory());
     ASSERT_EQ(r.code, 0) << r.out << r.err;
     EXPECT_CONTAINS(r.out, "resumed " + path + " after epoch " + std::to_string(stop));
     EXPECT_EQ(r.out.find("epoch " + std::to_string(stop) + "/4"), std::string::npos) << "done epochs are not redone";
@@ -337,13 +333,13 @@ TEST(TrainerResume, ResumedAtEveryEpochEqualsUninterrupted) {
 // saves a checkpoint, exits with 130, and the resumed run ends bit for bit
 // where the uninterrupted one does.
 TEST(TrainerResume, CtrlCAtEveryStepThenResumeEqualsUninterrupted) {
-  const fs::path dir = fresh_dir();
+  const fs::path dir = checkpoint_dir();
   const Checkpoint want = uninterrupted(dir, 3);
   for (long at = 1; at <= 14; ++at) {
     SCOPED_TRACE("Ctrl-C during step " + std::to_string(at) + " of the run (7 steps per epoch)");
     const std::string path = (dir / "stopped.ckpt").string(), json_path = (dir / "stopped.json").string();
     fs::remove(path);
-    const RunResult r = run(quick(3, {"--checkpoint", path, "--json", json_path}), sgd_factory(interrupted_at(at)));
+    const RunResult r = run_as_stage01(checkpoint_args(3, {"--checkpoint", path, "--json", json_path}), sgd_factory(interrupted_at(at)));
     ASSERT_EQ(r.code, kExitInterrupted) << r.out << r.err;
     EXPECT_CONTAINS(r.err, "press Ctrl-C again to quit at once");
     const int epoch = static_cast<int>((at - 1) / 7) + 1, step = static_cast<int>((at - 1) % 7) + 1;
@@ -365,7 +361,7 @@ TEST(TrainerResume, CtrlCAtEveryStepThenResumeEqualsUninterrupted) {
     EXPECT_EQ(saved.step, step < 7 ? step : 0);
     EXPECT_EQ(saved.examples_done, step < 7 ? 32L * step : 0L);
 
-    const RunResult resumed = run(quick(3, {"--resume", path, "--checkpoint-every", "3", "--json", json_path}),
+    const RunResult resumed = run_as_stage01(checkpoint_args(3, {"--resume", path, "--checkpoint-every", "3", "--json", json_path}),
                                   sgd_factory());
     ASSERT_EQ(resumed.code, 0) << resumed.out << resumed.err;
     if (step < 7) {
@@ -385,7 +381,7 @@ TEST(TrainerResume, CtrlCAtEveryStepThenResumeEqualsUninterrupted) {
 
 // A stop inside the warm-up: the resumed run takes up each step's rate where it stopped.
 TEST(TrainerResume, CtrlCDuringAWarmUpThenResumeEqualsUninterrupted) {
-  const fs::path dir = fresh_dir();
+  const fs::path dir = checkpoint_dir();
   const std::vector<std::string> rule = {"--lr-scaling", "linear", "--lr-reference-batch", "64", "--warmup-steps", "10"};
   const Checkpoint plain = uninterrupted(dir, 2);
   const Checkpoint want = uninterrupted(dir, 2, rule);  // the same file, written again with the rule
@@ -396,36 +392,36 @@ TEST(TrainerResume, CtrlCDuringAWarmUpThenResumeEqualsUninterrupted) {
     fs::remove(path);
     std::vector<std::string> stop = rule;
     stop.insert(stop.end(), {"--checkpoint", path});
-    ASSERT_EQ(run(quick(2, stop), sgd_factory(interrupted_at(at))).code, kExitInterrupted);
+    ASSERT_EQ(run_as_stage01(checkpoint_args(2, stop), sgd_factory(interrupted_at(at))).code, kExitInterrupted);
     std::vector<std::string> resume = rule;
     resume.insert(resume.end(), {"--resume", path, "--checkpoint-every", "2"});
-    const RunResult resumed = run(quick(2, resume), sgd_factory());
+    const RunResult resumed = run_as_stage01(checkpoint_args(2, resume), sgd_factory());
     ASSERT_EQ(resumed.code, 0) << resumed.out << resumed.err;
     EXPECT_EQ(resumed.err.find("warning"), std::string::npos) << resumed.err;
     EXPECT_TRUE(same_bits(load_checkpoint(path).model.tensors, want.model.tensors));
   }
   // Resumed without the rule: warned, flag by flag.
   const std::string path = (dir / "warm.ckpt").string();
-  const RunResult other = run(quick(2, {"--resume", path}), sgd_factory());
+  const RunResult other = run_as_stage01(checkpoint_args(2, {"--resume", path}), sgd_factory());
   EXPECT_CONTAINS(other.err, "--lr-scaling none differs from the checkpoint's linear");
   EXPECT_CONTAINS(other.err, "--warmup-steps 0 differs from the checkpoint's 10");
 }
 
 TEST(TrainerResume, SigtermStopsLikeCtrlC) {
-  const fs::path dir = fresh_dir();
+  const fs::path dir = checkpoint_dir();
   const std::string path = (dir / "term.ckpt").string();
-  const RunResult r = run(quick(2, {"--checkpoint", path}), sgd_factory(interrupted_at(3, SIGTERM)));
+  const RunResult r = run_as_stage01(checkpoint_args(2, {"--checkpoint", path}), sgd_factory(interrupted_at(3, SIGTERM)));
   EXPECT_EQ(r.code, kExitInterrupted);
   EXPECT_CONTAINS(r.err, "stopped by SIGTERM after step 3 of 7 in epoch 1");
   EXPECT_TRUE(fs::exists(path));
 }
 
 TEST(TrainerResume, CtrlCOnAStageThatCannotCheckpointSavesNothing) {
-  const fs::path dir = fresh_dir();
+  const fs::path dir = checkpoint_dir();
   const std::string path = (dir / "none.ckpt").string();
   SgdOptions stop = interrupted_at(2);
   stop.can_checkpoint = false;
-  const RunResult r = run(quick(2, {"--checkpoint", path}), sgd_factory(stop));
+  const RunResult r = run_as_stage01(checkpoint_args(2, {"--checkpoint", path}), sgd_factory(stop));
   EXPECT_EQ(r.code, kExitInterrupted);
   EXPECT_CONTAINS(r.err, "stopped by Ctrl-C after step 2 of 7 in epoch 1; nothing was saved: this stage cannot checkpoint");
   EXPECT_FALSE(fs::exists(path));
@@ -434,34 +430,34 @@ TEST(TrainerResume, CtrlCOnAStageThatCannotCheckpointSavesNothing) {
 TEST(TrainerResume, CheckpointFlagsOnAStageThatCannotCheckpointAreUsageErrors) {
   SgdOptions none;
   none.can_checkpoint = false;
-  RunResult r = run(quick(2, {"--checkpoint-every", "1"}), sgd_factory(none));
+  RunResult r = run_as_stage01(checkpoint_args(2, {"--checkpoint-every", "1"}), sgd_factory(none));
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_CONTAINS(r.err, "--checkpoint-every: stage 01_fc_softmax cannot checkpoint");
-  const fs::path dir = fresh_dir();
+  const fs::path dir = checkpoint_dir();
   const std::string path = (dir / "a.ckpt").string();
-  ASSERT_EQ(run(quick(1, {"--checkpoint-every", "1", "--checkpoint", path}), sgd_factory()).code, 0);
-  r = run(quick(2, {"--resume", path}), sgd_factory(none));
+  ASSERT_EQ(run_as_stage01(checkpoint_args(1, {"--checkpoint-every", "1", "--checkpoint", path}), sgd_factory()).code, 0);
+  r = run_as_stage01(checkpoint_args(2, {"--resume", path}), sgd_factory(none));
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_CONTAINS(r.err, "--resume: stage 01_fc_softmax cannot checkpoint");
 }
 
 TEST(TrainerResume, OtherDataIsRefusedAndOtherSettingsWarned) {
-  const fs::path dir = fresh_dir();
+  const fs::path dir = checkpoint_dir();
   const std::string path = (dir / "a.ckpt").string();
-  ASSERT_EQ(run(quick(1, {"--checkpoint-every", "1", "--checkpoint", path}), sgd_factory()).code, 0);
-  RunResult r = run(quick(2, {"--resume", path, "--limit", "300"}), sgd_factory());
+  ASSERT_EQ(run_as_stage01(checkpoint_args(1, {"--checkpoint-every", "1", "--checkpoint", path}), sgd_factory()).code, 0);
+  RunResult r = run_as_stage01(checkpoint_args(2, {"--resume", path, "--limit", "300"}), sgd_factory());
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_CONTAINS(r.err, "continues a run on 200 training examples of synthetic, but this run has 300 of synthetic");
   // The synthetic set is drawn from --seed: another seed is other data.
-  r = run(quick(2, {"--resume", path, "--seed", "7"}), sgd_factory());
+  r = run_as_stage01(checkpoint_args(2, {"--resume", path, "--seed", "7"}), sgd_factory());
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_CONTAINS(r.err, "but this run has 200 of synthetic with other labels");
-  r = run(quick(2, {"--resume", path, "--lr", "0.01", "--batch", "50"}), sgd_factory());
+  r = run_as_stage01(checkpoint_args(2, {"--resume", path, "--lr", "0.01", "--batch", "50"}), sgd_factory());
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_CONTAINS(r.err, "warning: --lr 0.01 differs from the checkpoint's 0.05: the resumed run will not match an "
                          "uninterrupted one");
   EXPECT_CONTAINS(r.err, "warning: --batch 50 differs from the checkpoint's 32");
-  r = run(quick(2, {"--resume", path, "--arch", "fc10"}), sgd_factory());
+  r = run_as_stage01(checkpoint_args(2, {"--resume", path, "--arch", "fc10"}), sgd_factory());
   EXPECT_EQ(r.code, kExitError);
   EXPECT_CONTAINS(r.err, "holds architecture 'fc256,relu,fc128,relu,fc10'");
 }
@@ -470,31 +466,31 @@ TEST(TrainerResume, OtherDataIsRefusedAndOtherSettingsWarned) {
 // another --epochs (or schedule) trains on, with a warning that the result
 // will differ from the run first started.
 TEST(TrainerResume, ScheduleOverOtherEpochsIsWarned) {
-  const fs::path dir = fresh_dir();
+  const fs::path dir = checkpoint_dir();
   const std::string path = (dir / "a.ckpt").string();
-  ASSERT_EQ(run(quick(2, {"--checkpoint-every", "1", "--checkpoint", path, "--lr-schedule", "cosine"}),
+  ASSERT_EQ(run_as_stage01(checkpoint_args(2, {"--checkpoint-every", "1", "--checkpoint", path, "--lr-schedule", "cosine"}),
                 sgd_factory())
                 .code,
             0);
-  RunResult r = run(quick(4, {"--resume", path, "--lr-schedule", "cosine"}), sgd_factory());
+  RunResult r = run_as_stage01(checkpoint_args(4, {"--resume", path, "--lr-schedule", "cosine"}), sgd_factory());
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_CONTAINS(r.err, "warning: --epochs 4 differs from the checkpoint's 2 (the cosine schedule spans --epochs)");
-  r = run(quick(2, {"--resume", path, "--lr-schedule", "constant"}), sgd_factory());
+  r = run_as_stage01(checkpoint_args(2, {"--resume", path, "--lr-schedule", "constant"}), sgd_factory());
   EXPECT_CONTAINS(r.err, "warning: --lr-schedule constant differs from the checkpoint's cosine");
 }
 
 TEST(TrainerResume, NothingLeftToTrain) {
-  const fs::path dir = fresh_dir();
+  const fs::path dir = checkpoint_dir();
   const std::string path = (dir / "a.ckpt").string();
-  ASSERT_EQ(run(quick(2, {"--checkpoint-every", "2", "--checkpoint", path}), sgd_factory()).code, 0);
-  const RunResult r = run(quick(2, {"--resume", path}), sgd_factory());
+  ASSERT_EQ(run_as_stage01(checkpoint_args(2, {"--checkpoint-every", "2", "--checkpoint", path}), sgd_factory()).code, 0);
+  const RunResult r = run_as_stage01(checkpoint_args(2, {"--resume", path}), sgd_factory());
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_CONTAINS(r.out, "nothing left to train");
   EXPECT_CONTAINS(r.out, "final test accuracy");
 }
 
 TEST(TrainerResume, ResumeAndLoadTogetherAreAUsageError) {
-  const RunResult r = run(quick(1, {"--resume", "a.ckpt", "--load", "m.bin"}), sgd_factory());
+  const RunResult r = run_as_stage01(checkpoint_args(1, {"--resume", "a.ckpt", "--load", "m.bin"}), sgd_factory());
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_CONTAINS(r.err, "--resume");
 }
@@ -502,17 +498,17 @@ TEST(TrainerResume, ResumeAndLoadTogetherAreAUsageError) {
 // A checkpoint that cannot be written (here: its folder does not exist) warns
 // and training goes on; the run is not lost for the sake of its safety net.
 TEST(TrainerResume, CheckpointThatCannotBeWrittenWarnsAndTrainingGoesOn) {
-  const std::string path = (fresh_dir() / "no_such_folder" / "a.ckpt").string();
-  const RunResult r = run(quick(2, {"--checkpoint-every", "1", "--checkpoint", path}), sgd_factory());
+  const std::string path = (checkpoint_dir() / "no_such_folder" / "a.ckpt").string();
+  const RunResult r = run_as_stage01(checkpoint_args(2, {"--checkpoint-every", "1", "--checkpoint", path}), sgd_factory());
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_CONTAINS(r.err, "warning: checkpoint: cannot write '" + path + "'");
   EXPECT_CONTAINS(r.out, "epoch 2/2");
 }
 
 TEST(TrainerDivergence, HugeLearningRateStopsAtTheFirstBadStep) {
-  const fs::path json_path = fresh_dir() / "run.json";
+  const fs::path json_path = checkpoint_dir() / "run.json";
   const RunResult r =
-      run(quick(3, {"--lr", "1e6", "--json", json_path.string(), "--checkpoint-every", "1"}), sgd_factory());
+      run_as_stage01(checkpoint_args(3, {"--lr", "1e6", "--json", json_path.string(), "--checkpoint-every", "1"}), sgd_factory());
   EXPECT_EQ(r.code, kExitDiverged) << r.out << r.err;
   EXPECT_CONTAINS(r.err, "at epoch 1, step ");
   EXPECT_CONTAINS(r.err, "of 7: the run diverged; try a smaller --lr, e.g. 0.02 (the default) (now 1e+06)");
@@ -526,7 +522,7 @@ TEST(TrainerDivergence, HugeLearningRateStopsAtTheFirstBadStep) {
 TEST(TrainerDivergence, EngineWithoutBatchLossIsCheckedAtTheEpochEnd) {
   SgdOptions quiet;
   quiet.reports_loss = false;
-  const RunResult r = run(quick(3, {"--lr", "1e6"}), sgd_factory(quiet));
+  const RunResult r = run_as_stage01(checkpoint_args(3, {"--lr", "1e6"}), sgd_factory(quiet));
   EXPECT_EQ(r.code, kExitDiverged);
   EXPECT_CONTAINS(r.err, "at epoch 1 (this stage reports its loss once per epoch, so the first bad step is not known)");
   EXPECT_CONTAINS(r.err, "try a smaller --lr");

@@ -175,7 +175,7 @@ TEST(TrainStepsChecked, AStopAfterFiniteStepsPassesThroughAfterReadingThem) {
 
 // ---- the trainer with an engine that checks its loss late ------------------------------
 
-const StageInfo kStage{"04_cuda_matmul", "late loss (test)", false};
+const StageInfo kLateLossStage{"04_cuda_matmul", "late loss (test)", false};
 
 struct LateOptions {
   long poison_at_step = 0;  // the loss is NaN from this step on (counted from 1 over the engine's life); 0: never
@@ -227,22 +227,22 @@ EngineFactory late(LateOptions o = {}) {
 }
 
 // 200 synthetic examples in batches of 32: 7 steps per epoch, the last one of 8 examples.
-trainer_run::RunResult run(const EngineFactory& factory, int epochs, std::vector<std::string> more = {}) {
+trainer_run::RunResult run_late_loss(const EngineFactory& factory, int epochs, std::vector<std::string> more = {}) {
   std::vector<std::string> args = {"s04_train", "--dataset", "synthetic", "--limit",  "200", "--batch",
                                    "32",        "--epochs",  std::to_string(epochs), "--no-progress"};
   args.insert(args.end(), more.begin(), more.end());
-  return trainer_run::run_in_process(kStage, factory, args);
+  return trainer_run::run_in_process(kLateLossStage, factory, args);
 }
 
-fs::path fresh_dir() { return trainer_process::fresh_dir("course_loss_check"); }
+fs::path loss_check_dir() { return trainer_process::fresh_dir("course_loss_check"); }
 
 using trainer_process::read_json;
 
 TEST(TrainerLateLossCheck, StopsNamingTheFirstBadStepAndWhereItStopped) {
-  const fs::path json_path = fresh_dir() / "run.json";
+  const fs::path json_path = loss_check_dir() / "run.json";
   LateOptions o;
   o.poison_at_step = 10;  // epoch 2, step 3 of 7
-  const trainer_run::RunResult r = run(late(o), 3, {"--json", json_path.string()});
+  const trainer_run::RunResult r = run_late_loss(late(o), 3, {"--json", json_path.string()});
   ASSERT_EQ(r.code, kExitDiverged) << r.out << r.err;
   EXPECT_CONTAINS(r.err, "loss is NaN at epoch 2, step 3 of 7: the run diverged; try a smaller --lr");
   EXPECT_CONTAINS(r.err, "reads it back a few steps late: the run stopped after step 7)");
@@ -258,7 +258,7 @@ TEST(TrainerLateLossCheck, StopsNamingTheFirstBadStepAndWhereItStopped) {
 TEST(TrainerLateLossCheck, StopsLagStepsAfterTheBadOne) {
   LateOptions o;
   o.poison_at_step = 2;
-  const trainer_run::RunResult r = run(late(o), 1);
+  const trainer_run::RunResult r = run_late_loss(late(o), 1);
   ASSERT_EQ(r.code, kExitDiverged);
   EXPECT_CONTAINS(r.err, "at epoch 1, step 2 of 7");
   EXPECT_CONTAINS(r.err, "the run stopped after step " + std::to_string(2 + kLossCheckLag) + ")");
@@ -267,11 +267,11 @@ TEST(TrainerLateLossCheck, StopsLagStepsAfterTheBadOne) {
 // Ctrl-C one step after a bad step, before it was read: the run must report
 // the divergence (exit 4), not save the diverged model as a checkpoint (exit 130).
 TEST(TrainerLateLossCheck, CtrlCInsideTheLagReportsTheDivergenceAndSavesNothing) {
-  const fs::path ckpt = fresh_dir() / "run.ckpt";
+  const fs::path ckpt = loss_check_dir() / "run.ckpt";
   LateOptions o;
   o.poison_at_step = 3;
   o.signal_at_step = 4;
-  const trainer_run::RunResult r = run(late(o), 2, {"--checkpoint", ckpt.string()});
+  const trainer_run::RunResult r = run_late_loss(late(o), 2, {"--checkpoint", ckpt.string()});
   EXPECT_EQ(r.code, kExitDiverged) << r.out << r.err;
   EXPECT_CONTAINS(r.err, "at epoch 1, step 3 of 7");
   EXPECT_CONTAINS(r.err, "the run stopped after step 4)");
@@ -281,13 +281,13 @@ TEST(TrainerLateLossCheck, CtrlCInsideTheLagReportsTheDivergenceAndSavesNothing)
 // A run stopped after step 2 and resumed: the resumed engine counts its steps
 // from the examples it was given, and the trainer adds the two already done.
 TEST(TrainerLateLossCheck, StepsOfAResumedEpochCountFromItsStart) {
-  const fs::path ckpt = fresh_dir() / "run.ckpt";
+  const fs::path ckpt = loss_check_dir() / "run.ckpt";
   LateOptions stop;
   stop.signal_at_step = 2;
-  ASSERT_EQ(run(late(stop), 2, {"--checkpoint", ckpt.string()}).code, kExitInterrupted);
+  ASSERT_EQ(run_late_loss(late(stop), 2, {"--checkpoint", ckpt.string()}).code, kExitInterrupted);
   LateOptions poisoned;
   poisoned.poison_at_step = 2;  // the resumed engine's second step: step 4 of the epoch
-  const trainer_run::RunResult r = run(late(poisoned), 2, {"--resume", ckpt.string()});
+  const trainer_run::RunResult r = run_late_loss(late(poisoned), 2, {"--resume", ckpt.string()});
   ASSERT_EQ(r.code, kExitDiverged) << r.out << r.err;
   EXPECT_CONTAINS(r.err, "loss is NaN at epoch 1, step 4 of 7");
   EXPECT_CONTAINS(r.err, "the run stopped after step 7)") << "5 steps were left, all queued";
@@ -296,17 +296,17 @@ TEST(TrainerLateLossCheck, StepsOfAResumedEpochCountFromItsStart) {
 TEST(TrainerLateLossCheck, AnEngineThatIsNotDeterministicSaysSoWhenCheckpointing) {
   LateOptions o;
   o.nondeterminism = "this test engine adds in any order";
-  const fs::path ckpt = fresh_dir() / "run.ckpt";
-  trainer_run::RunResult r = run(late(o), 1, {"--checkpoint-every", "1", "--checkpoint", ckpt.string()});
+  const fs::path ckpt = loss_check_dir() / "run.ckpt";
+  trainer_run::RunResult r = run_late_loss(late(o), 1, {"--checkpoint-every", "1", "--checkpoint", ckpt.string()});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_CONTAINS(r.err, "note: this test engine adds in any order, so a resumed run matches an uninterrupted one "
                          "only to rounding, not bit for bit");
-  r = run(late(o), 2, {"--resume", ckpt.string()});
+  r = run_late_loss(late(o), 2, {"--resume", ckpt.string()});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_CONTAINS(r.err, "only to rounding");
-  r = run(late(o), 1);
+  r = run_late_loss(late(o), 1);
   EXPECT_EQ(r.err.find("only to rounding"), std::string::npos) << "no checkpoint, nothing to say";
-  r = run(late(), 1, {"--checkpoint-every", "1", "--checkpoint", ckpt.string()});
+  r = run_late_loss(late(), 1, {"--checkpoint-every", "1", "--checkpoint", ckpt.string()});
   EXPECT_EQ(r.err.find("only to rounding"), std::string::npos) << "a deterministic engine";
 }
 

@@ -21,7 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // A fresh, empty folder for one test.
-fs::path fresh_dir() { return trainer_process::fresh_dir("course_model_file"); }
+fs::path model_file_dir() { return trainer_process::fresh_dir("course_model_file"); }
 
 using trainer_process::slurp;
 
@@ -62,7 +62,7 @@ std::string error_of(const std::string& path) {
 }
 
 TEST(ModelFile, RoundTripIsBitExact) {
-  const fs::path path = fresh_dir() / "model.bin";
+  const fs::path path = model_file_dir() / "model.bin";
   const ModelFile saved = sample_model();
   save_model(path.string(), saved);
   const ModelFile loaded = load_model(path.string());
@@ -103,7 +103,7 @@ TEST(ModelFile, Fnv1aMatchesPublishedValues) {
 }
 
 TEST(ModelFile, SaveReplacesThePreviousFile) {
-  const fs::path path = fresh_dir() / "model.bin";
+  const fs::path path = model_file_dir() / "model.bin";
   save_model(path.string(), sample_model(1.0f));
   save_model(path.string(), sample_model(2.0f));
   EXPECT_EQ(load_model(path.string()).tensors[1].tensor[0], 0.5f);
@@ -111,7 +111,7 @@ TEST(ModelFile, SaveReplacesThePreviousFile) {
 }
 
 TEST(ModelFile, FailureMidWriteKeepsThePreviousFile) {
-  const fs::path path = fresh_dir() / "model.bin";
+  const fs::path path = model_file_dir() / "model.bin";
   save_model(path.string(), sample_model(1.0f));
   const std::string before = slurp(path);
   for (std::size_t cut : {std::size_t{0}, std::size_t{20}, before.size() / 2, before.size() - 1}) {
@@ -128,14 +128,14 @@ TEST(ModelFile, FailureMidWriteKeepsThePreviousFile) {
 }
 
 TEST(ModelFile, FailureOnAFirstSaveLeavesNothing) {
-  const fs::path path = fresh_dir() / "model.bin";
+  const fs::path path = model_file_dir() / "model.bin";
   EXPECT_THROW(save_model(path.string(), sample_model(), 30), ModelFileError);
   EXPECT_FALSE(fs::exists(path));
   EXPECT_FALSE(fs::exists(path.string() + ".tmp"));
 }
 
 TEST(ModelFile, SaveIntoAMissingFolderNamesTheFile) {
-  const fs::path path = fresh_dir() / "no" / "such" / "model.bin";
+  const fs::path path = model_file_dir() / "no" / "such" / "model.bin";
   try {
     save_model(path.string(), sample_model());
     FAIL() << "expected ModelFileError";
@@ -147,18 +147,18 @@ TEST(ModelFile, SaveIntoAMissingFolderNamesTheFile) {
 TEST(ModelFile, SaveRefusesATensorWhoseDataDoesNotFitItsShape) {
   ModelFile m = sample_model();
   m.tensors[0].tensor.data.pop_back();
-  EXPECT_THROW(save_model((fresh_dir() / "m.bin").string(), m), ModelFileError);
+  EXPECT_THROW(save_model((model_file_dir() / "m.bin").string(), m), ModelFileError);
 }
 
 TEST(ModelFileLoad, MissingFile) {
-  const fs::path path = fresh_dir() / "nothing.bin";
+  const fs::path path = model_file_dir() / "nothing.bin";
   const std::string msg = error_of(path.string());
   EXPECT_CONTAINS(msg, path.string());
   EXPECT_CONTAINS(msg, "cannot be opened");
 }
 
 TEST(ModelFileLoad, EmptyFile) {
-  const fs::path path = fresh_dir() / "empty.bin";
+  const fs::path path = model_file_dir() / "empty.bin";
   write_bytes(path, "");
   const std::string msg = error_of(path.string());
   EXPECT_CONTAINS(msg, path.string());
@@ -166,7 +166,7 @@ TEST(ModelFileLoad, EmptyFile) {
 }
 
 TEST(ModelFileLoad, BadMagic) {
-  const fs::path dir = fresh_dir();
+  const fs::path dir = model_file_dir();
   std::string bytes = encode_model(sample_model());
   bytes.replace(0, 8, "PK\x03\x04zip!");
   write_bytes(dir / "a.bin", bytes);
@@ -176,7 +176,7 @@ TEST(ModelFileLoad, BadMagic) {
 }
 
 TEST(ModelFileLoad, OtherFormatVersion) {
-  const fs::path path = fresh_dir() / "v2.bin";
+  const fs::path path = model_file_dir() / "v2.bin";
   std::string bytes = encode_model(sample_model());
   bytes[8] = 2;
   write_bytes(path, bytes);
@@ -186,7 +186,7 @@ TEST(ModelFileLoad, OtherFormatVersion) {
 }
 
 TEST(ModelFileLoad, TruncatedAtSeveralCutPoints) {
-  const fs::path dir = fresh_dir();
+  const fs::path dir = model_file_dir();
   const std::string bytes = encode_model(sample_model());
   const std::size_t n = bytes.size();
   // Where each cut lands, and the field the message must name.
@@ -217,7 +217,7 @@ TEST(ModelFileLoad, TruncatedAtSeveralCutPoints) {
 }
 
 TEST(ModelFileLoad, CorruptedByteFailsTheChecksum) {
-  const fs::path path = fresh_dir() / "bad.bin";
+  const fs::path path = model_file_dir() / "bad.bin";
   std::string bytes = encode_model(sample_model());
   bytes[bytes.size() - 8 - 3] ^= 0x10;  // a bit of the last float
   write_bytes(path, bytes);
@@ -227,7 +227,7 @@ TEST(ModelFileLoad, CorruptedByteFailsTheChecksum) {
 }
 
 TEST(ModelFileLoad, BytesAfterTheChecksum) {
-  const fs::path path = fresh_dir() / "long.bin";
+  const fs::path path = model_file_dir() / "long.bin";
   write_bytes(path, encode_model(sample_model()) + "xx");
   EXPECT_CONTAINS(error_of(path.string()), "2 unexpected bytes");
 }
@@ -242,7 +242,7 @@ void put_u32_at(std::string& bytes, std::size_t at, std::uint32_t v) {
 }
 
 TEST(ModelFileLoad, AbsurdSizesAreRefusedBeforeAllocating) {
-  const fs::path dir = fresh_dir();
+  const fs::path dir = model_file_dir();
   const ModelFile m = sample_model();
   const std::string good = encode_model(m);
   const std::size_t rank_at = first_rank_offset(m);

@@ -23,15 +23,15 @@ using namespace trainer_process;
 
 fs::path trainer() { return bin_dir() / "s01_train_solution"; }
 
-fs::path fresh_dir() { return trainer_process::fresh_dir("course_binary"); }
+fs::path binary_run_dir() { return trainer_process::fresh_dir("course_binary"); }
 
 Finished run_trainer_binary(const fs::path& dir, const std::string& name, const std::vector<std::string>& args) {
   return run(trainer(), dir, name, args);
 }
 
 // The same small run every test starts from: a small MLP (784-64-10), so that
-// the test stays quick under the sanitizers too.
-std::vector<std::string> quick(int epochs, std::vector<std::string> more = {}) {
+// the test stays binary_args under the sanitizers too.
+std::vector<std::string> binary_args(int epochs, std::vector<std::string> more = {}) {
   std::vector<std::string> args = {"--dataset", "synthetic", "--limit", "600", "--batch", "32", "--layers",
                                    "784,64,10", "--epochs", std::to_string(epochs), "--no-progress"};
   args.insert(args.end(), more.begin(), more.end());
@@ -61,13 +61,13 @@ void expect_same_model_files(const std::string& want, const std::string& got, co
 // rate is --lr itself, so this equals three epochs in one go.
 TEST(Stage01TrainerBinary, ResumeEqualsUninterruptedBitForBit) {
   REQUIRE_TRAINER();
-  const fs::path dir = fresh_dir();
+  const fs::path dir = binary_run_dir();
   const std::string want = (dir / "uninterrupted.bin").string(), got = (dir / "resumed.bin").string();
   const std::string ckpt = (dir / "run.ckpt").string();
-  expect_ok(run_trainer_binary(dir, "whole", quick(3, {"--save", want})), "uninterrupted run");
-  expect_ok(run_trainer_binary(dir, "first", quick(1, {"--checkpoint-every", "1", "--checkpoint", ckpt})),
+  expect_ok(run_trainer_binary(dir, "whole", binary_args(3, {"--save", want})), "uninterrupted run");
+  expect_ok(run_trainer_binary(dir, "first", binary_args(1, {"--checkpoint-every", "1", "--checkpoint", ckpt})),
             "first epoch");
-  const Finished resumed = run_trainer_binary(dir, "rest", quick(3, {"--resume", ckpt, "--save", got}));
+  const Finished resumed = run_trainer_binary(dir, "rest", binary_args(3, {"--resume", ckpt, "--save", got}));
   expect_ok(resumed, "resumed run");
   EXPECT_CONTAINS(resumed.out, "resumed " + ckpt + " after epoch 1");
   expect_same_model_files(want, got, ": resume did not continue the run bit for bit");
@@ -78,22 +78,22 @@ TEST(Stage01TrainerBinary, ResumeEqualsUninterruptedBitForBit) {
 // and another seed writes other weights.
 TEST(Stage01TrainerBinary, ZeroEpochsSavesTheInitialWeights) {
   REQUIRE_TRAINER();
-  const fs::path dir = fresh_dir();
+  const fs::path dir = binary_run_dir();
   const std::string init = (dir / "init.bin").string(), other = (dir / "other.bin").string();
   const std::string from_file = (dir / "from_file.bin").string(), from_seed = (dir / "from_seed.bin").string();
-  const Finished zero = run_trainer_binary(dir, "init", quick(0, {"--save", init}));
+  const Finished zero = run_trainer_binary(dir, "init", binary_args(0, {"--save", init}));
   expect_ok(zero, "--epochs 0 --save");
   EXPECT_CONTAINS(zero.out, "--epochs 0: nothing trained; the figures below are those of the initial weights of seed 42");
   EXPECT_EQ(zero.out.find("epoch 1/"), std::string::npos) << "no epoch may run";
-  expect_ok(run_trainer_binary(dir, "other", quick(0, {"--seed", "7", "--save", other})), "another seed");
-  expect_ok(run_trainer_binary(dir, "file", quick(1, {"--load", init, "--save", from_file})), "from the file");
-  expect_ok(run_trainer_binary(dir, "seed", quick(1, {"--save", from_seed})), "from the seed");
+  expect_ok(run_trainer_binary(dir, "other", binary_args(0, {"--seed", "7", "--save", other})), "another seed");
+  expect_ok(run_trainer_binary(dir, "file", binary_args(1, {"--load", init, "--save", from_file})), "from the file");
+  expect_ok(run_trainer_binary(dir, "seed", binary_args(1, {"--save", from_seed})), "from the seed");
   ASSERT_FALSE(slurp(init).empty());
   EXPECT_NE(slurp(init), slurp(other)) << "seeds 42 and 7 wrote the same weights";
   EXPECT_NE(slurp(init), slurp(from_seed)) << "one epoch did not change the weights";
   EXPECT_TRUE(slurp(from_file) == slurp(from_seed))
       << "one epoch from the --epochs 0 file differs from one epoch from the seed: the file is not the initial weights";
-  const Finished refused = run_trainer_binary(dir, "refused", quick(0));
+  const Finished refused = run_trainer_binary(dir, "refused", binary_args(0));
   EXPECT_EQ(refused.code, 2) << "--epochs 0 without --save";
   EXPECT_CONTAINS(refused.err, "0 is allowed only with --save FILE");
 }
@@ -102,12 +102,12 @@ TEST(Stage01TrainerBinary, ZeroEpochsSavesTheInitialWeights) {
 // exit code 130 and a checkpoint that resumes to the bits of a run never stopped.
 TEST(Stage01TrainerBinary, SigintThenResumeEqualsUninterruptedBitForBit) {
   REQUIRE_TRAINER();
-  const fs::path dir = fresh_dir();
+  const fs::path dir = binary_run_dir();
   const std::string ckpt = (dir / "run.ckpt").string(), json_path = (dir / "run.json").string();
   // Every run has the same --epochs, so a schedule over the run gives them the same rates.
   const int epochs = 4;
   const Process p =
-      start(trainer(), dir, "long", quick(epochs, {"--limit", "2000", "--checkpoint-every", "1", "--checkpoint", ckpt, "--json",
+      start(trainer(), dir, "long", binary_args(epochs, {"--limit", "2000", "--checkpoint-every", "1", "--checkpoint", ckpt, "--json",
                                         json_path}));
   ASSERT_GT(p.pid, 0);
   // The first checkpoint appears after epoch 1: the handler is in place by then.
@@ -128,15 +128,15 @@ TEST(Stage01TrainerBinary, SigintThenResumeEqualsUninterruptedBitForBit) {
   SCOPED_TRACE("stopped at epoch " + std::to_string(epoch) + ", step " + std::to_string(step));
 
   const std::string want = (dir / "uninterrupted.bin").string(), got = (dir / "resumed.bin").string();
-  expect_ok(run_trainer_binary(dir, "rest", quick(epochs, {"--limit", "2000", "--resume", ckpt, "--save", got})),
+  expect_ok(run_trainer_binary(dir, "rest", binary_args(epochs, {"--limit", "2000", "--resume", ckpt, "--save", got})),
             "resumed run");
-  expect_ok(run_trainer_binary(dir, "whole", quick(epochs, {"--limit", "2000", "--save", want})), "uninterrupted run");
+  expect_ok(run_trainer_binary(dir, "whole", binary_args(epochs, {"--limit", "2000", "--save", want})), "uninterrupted run");
   expect_same_model_files(want, got);
 }
 
 TEST(Stage01TrainerBinary, HugeLearningRateStopsWithTheDivergenceMessage) {
   REQUIRE_TRAINER();
-  const fs::path dir = fresh_dir();
+  const fs::path dir = binary_run_dir();
   // The named MLP (784-256-128-10): at this rate its loss is NaN within a few steps.
   const Finished f = run_trainer_binary(dir, "diverge", {"--dataset", "synthetic", "--limit", "600", "--model", "mlp",
                                                          "--epochs", "3", "--lr", "1e6", "--no-progress"});
@@ -150,7 +150,7 @@ TEST(Stage01TrainerBinary, HugeLearningRateStopsWithTheDivergenceMessage) {
 // --val-fraction adds the held-out set to every epoch line and to the JSON.
 TEST(Stage01TrainerBinary, ResizedThreeChannelInputsAndAValidationSet) {
   REQUIRE_TRAINER();
-  const fs::path dir = fresh_dir();
+  const fs::path dir = binary_run_dir();
   const std::string json = (dir / "run.json").string();
   const Finished f = run_trainer_binary(
       dir, "reshaped",
@@ -172,7 +172,7 @@ TEST(Stage01TrainerBinary, ResizedThreeChannelInputsAndAValidationSet) {
 // refused as a model it cannot run, not with advice to pass that model's --model/--arch.
 TEST(Stage01TrainerBinary, OffersAndAdvisesOnlyWhatItRuns) {
   REQUIRE_TRAINER();
-  const fs::path dir = fresh_dir();
+  const fs::path dir = binary_run_dir();
   const Finished help = run_trainer_binary(dir, "help", {"--help"});
   ASSERT_EQ(help.code, 0) << help.err;
   EXPECT_CONTAINS(help.out, "{mlp}");

@@ -23,9 +23,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const StageInfo kStage{"01_fc_softmax", "dense layers on the CPU", false};
 
-struct Seen {
+struct SeenConfig {
   EngineConfig config;
   int built = 0;
 };
@@ -64,7 +63,7 @@ class MaeEngine : public Engine {
   bool computes_mae_;
 };
 
-EngineFactory factory(Seen* seen, bool computes_mae = true) {
+EngineFactory factory(SeenConfig* seen, bool computes_mae = true) {
   return [seen, computes_mae](const EngineConfig& config) -> std::unique_ptr<Engine> {
     ++seen->built;
     seen->config = config;
@@ -74,38 +73,38 @@ EngineFactory factory(Seen* seen, bool computes_mae = true) {
 
 using trainer_run::RunResult;
 
-RunResult run(std::vector<std::string> args, const EngineFactory& make) {
+RunResult run_small(std::vector<std::string> args, const EngineFactory& make) {
   std::vector<std::string> all = {"s01_train", "--dataset", "synthetic", "--limit", "100", "--epochs", "2",
                                   "--no-progress"};
   all.insert(all.end(), args.begin(), args.end());
-  return trainer_run::run_in_process(kStage, make, std::move(all));
+  return trainer_run::run_in_process(trainer_run::kStage01, make, std::move(all));
 }
 
-fs::path fresh_dir() { return trainer_process::fresh_dir("course_output"); }
+fs::path output_run_dir() { return trainer_process::fresh_dir("course_output"); }
 
 using trainer_process::read_json;
 
 TEST(TrainerOutput, SigmoidOutputNeedsMse) {
-  Seen seen;
-  const RunResult r = run({"--output", "sigmoid"}, factory(&seen));
+  SeenConfig seen;
+  const RunResult r = run_small({"--output", "sigmoid"}, factory(&seen));
   EXPECT_EQ(r.code, 2) << "a usage error";
   EXPECT_CONTAINS(r.err, "--output sigmoid needs --loss mse");
   EXPECT_CONTAINS(r.err, "--loss cross-entropy");
   EXPECT_EQ(seen.built, 0) << "refused before any data is loaded or engine built";
 
   // The same network written as a spec: refused once the spec is read.
-  const RunResult spec = run({"--arch", "fc32,relu,fc10,sigmoid"}, factory(&seen));
+  const RunResult spec = run_small({"--arch", "fc32,relu,fc10,sigmoid"}, factory(&seen));
   EXPECT_EQ(spec.code, 2) << spec.err;
   EXPECT_CONTAINS(spec.err, "needs --loss mse");
 
-  const RunResult bad = run({"--output", "softmax", "--loss", "mse"}, factory(&seen));
+  const RunResult bad = run_small({"--output", "softmax", "--loss", "mse"}, factory(&seen));
   EXPECT_EQ(bad.code, 2);
   EXPECT_CONTAINS(bad.err, "--output");
 }
 
 TEST(TrainerOutput, SigmoidOutputEndsTheSpecTheEngineBuilds) {
-  Seen seen;
-  const RunResult r = run({"--layers", "784,32,10", "--output", "sigmoid", "--loss", "mse"}, factory(&seen));
+  SeenConfig seen;
+  const RunResult r = run_small({"--layers", "784,32,10", "--output", "sigmoid", "--loss", "mse"}, factory(&seen));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_EQ(seen.config.arch.spec(), "fc32,relu,fc10,sigmoid");
   ASSERT_TRUE(output_activation(seen.config.arch).has_value());
@@ -114,19 +113,19 @@ TEST(TrainerOutput, SigmoidOutputEndsTheSpecTheEngineBuilds) {
   EXPECT_CONTAINS(r.out, "fc32,relu,fc10,sigmoid (25450 parameters)") << "the sigmoid adds no parameter";
 
   // A named model gets it after its last layer, sized to the classes.
-  ASSERT_EQ(run({"--model", "mlp", "--output", "sigmoid", "--loss", "mse"}, factory(&seen)).code, 0);
+  ASSERT_EQ(run_small({"--model", "mlp", "--output", "sigmoid", "--loss", "mse"}, factory(&seen)).code, 0);
   EXPECT_EQ(seen.config.arch.spec(), "fc256,relu,fc128,relu,fc10,sigmoid");
   // Twice is once too many.
-  const RunResult twice = run({"--arch", "fc10,sigmoid", "--output", "sigmoid", "--loss", "mse"}, factory(&seen));
+  const RunResult twice = run_small({"--arch", "fc10,sigmoid", "--output", "sigmoid", "--loss", "mse"}, factory(&seen));
   EXPECT_EQ(twice.code, 2);
   EXPECT_CONTAINS(twice.err, "ends with sigmoid already");
 }
 
 TEST(TrainerOutput, MaeEveryEpochWithMse) {
-  const fs::path dir = fresh_dir();
+  const fs::path dir = output_run_dir();
   const fs::path json_path = dir / "run.json";
-  Seen seen;
-  const RunResult r = run({"--loss", "mse", "--output", "sigmoid", "--val-fraction", "0.2", "--json",
+  SeenConfig seen;
+  const RunResult r = run_small({"--loss", "mse", "--output", "sigmoid", "--val-fraction", "0.2", "--json",
                            json_path.string()},
                           factory(&seen));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
@@ -145,16 +144,16 @@ TEST(TrainerOutput, MaeEveryEpochWithMse) {
 
   // Cross-entropy: no MAE anywhere.
   const fs::path ce_json = dir / "ce.json";
-  const RunResult ce = run({"--json", ce_json.string()}, factory(&seen));
+  const RunResult ce = run_small({"--json", ce_json.string()}, factory(&seen));
   ASSERT_EQ(ce.code, 0) << ce.err;
   EXPECT_EQ(ce.out.find("MAE"), std::string::npos) << ce.out;
   EXPECT_FALSE(read_json(ce_json)["epochs"][0].contains("test_mae"));
 }
 
 TEST(TrainerOutput, AnEngineWithoutMaeSaysSo) {
-  const fs::path dir = fresh_dir();
-  Seen seen;
-  const RunResult r = run({"--loss", "mse", "--json", (dir / "run.json").string()}, factory(&seen, false));
+  const fs::path dir = output_run_dir();
+  SeenConfig seen;
+  const RunResult r = run_small({"--loss", "mse", "--json", (dir / "run.json").string()}, factory(&seen, false));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_CONTAINS(r.out, "does not compute the mean absolute error");
   EXPECT_EQ(r.out.find("test MAE"), std::string::npos) << r.out;
@@ -162,30 +161,30 @@ TEST(TrainerOutput, AnEngineWithoutMaeSaysSo) {
 }
 
 TEST(TrainerOutput, LeakySlopeGoesIntoTheSpec) {
-  Seen seen;
-  ASSERT_EQ(run({"--layers", "784,32,16,10", "--activation", "leaky", "--leaky-slope", "0.1"}, factory(&seen)).code, 0);
+  SeenConfig seen;
+  ASSERT_EQ(run_small({"--layers", "784,32,16,10", "--activation", "leaky", "--leaky-slope", "0.1"}, factory(&seen)).code, 0);
   EXPECT_EQ(seen.config.arch.spec(), "fc32,leaky0.1,fc16,leaky0.1,fc10");
   EXPECT_DOUBLE_EQ(seen.config.arch.layers[1].slope, 0.1);
 
   // The default slope is not written: specs and model files of earlier runs stay as they were.
-  ASSERT_EQ(run({"--layers", "784,32,10", "--activation", "leaky"}, factory(&seen)).code, 0);
+  ASSERT_EQ(run_small({"--layers", "784,32,10", "--activation", "leaky"}, factory(&seen)).code, 0);
   EXPECT_EQ(seen.config.arch.spec(), "fc32,leaky,fc10");
 
   // A spec may carry its own slope, and --leaky-slope may not contradict it.
-  ASSERT_EQ(run({"--arch", "fc32,leaky0.2,fc10"}, factory(&seen)).code, 0);
+  ASSERT_EQ(run_small({"--arch", "fc32,leaky0.2,fc10"}, factory(&seen)).code, 0);
   EXPECT_DOUBLE_EQ(seen.config.arch.layers[1].slope, 0.2);
-  const RunResult both = run({"--arch", "fc32,leaky0.2,fc10", "--leaky-slope", "0.1"}, factory(&seen));
+  const RunResult both = run_small({"--arch", "fc32,leaky0.2,fc10", "--leaky-slope", "0.1"}, factory(&seen));
   EXPECT_EQ(both.code, 2);
   EXPECT_CONTAINS(both.err, "name two slopes");
 
   for (const char* bad : {"0", "1", "-0.1", "1.5", "abc"}) {
-    const RunResult r = run({"--activation", "leaky", "--leaky-slope", bad}, factory(&seen));
+    const RunResult r = run_small({"--activation", "leaky", "--leaky-slope", bad}, factory(&seen));
     EXPECT_EQ(r.code, 2) << bad;
     EXPECT_CONTAINS(r.err, "--leaky-slope");
   }
 
   // A slope with no leaky ReLU to act on is a warning, not an error.
-  const RunResult unused = run({"--leaky-slope", "0.1"}, factory(&seen));
+  const RunResult unused = run_small({"--leaky-slope", "0.1"}, factory(&seen));
   EXPECT_EQ(unused.code, 0);
   EXPECT_CONTAINS(unused.err, "--leaky-slope 0.1 has no leaky ReLU to act on");
 }
@@ -193,23 +192,23 @@ TEST(TrainerOutput, LeakySlopeGoesIntoTheSpec) {
 // An output activation and a slope are part of the architecture: a model saved with
 // them does not load into a run without them, and the message says which flags matter.
 TEST(TrainerOutput, ModelFilesCarryTheOutputAndTheSlope) {
-  const fs::path dir = fresh_dir();
+  const fs::path dir = output_run_dir();
   const std::string model = (dir / "practice.model").string();
-  Seen seen;
+  SeenConfig seen;
   const std::vector<std::string> practice = {"--layers", "784,16,10", "--activation", "leaky", "--leaky-slope", "0.1",
                                              "--output", "sigmoid", "--loss", "mse"};
   std::vector<std::string> save = practice;
   save.insert(save.end(), {"--save", model});
-  ASSERT_EQ(run(save, factory(&seen)).code, 0);
+  ASSERT_EQ(run_small(save, factory(&seen)).code, 0);
 
   std::vector<std::string> load = practice;
   load.insert(load.end(), {"--load", model, "--evaluate"});
-  const RunResult same = run(load, factory(&seen));
+  const RunResult same = run_small(load, factory(&seen));
   EXPECT_EQ(same.code, 0) << same.err;
   EXPECT_CONTAINS(same.out, "test MAE 0.3000");
 
   const RunResult no_output =
-      run({"--layers", "784,16,10", "--activation", "leaky", "--leaky-slope", "0.1", "--loss", "mse", "--load", model,
+      run_small({"--layers", "784,16,10", "--activation", "leaky", "--leaky-slope", "0.1", "--loss", "mse", "--load", model,
            "--evaluate"},
           factory(&seen));
   EXPECT_EQ(no_output.code, 1);
@@ -217,7 +216,7 @@ TEST(TrainerOutput, ModelFilesCarryTheOutputAndTheSlope) {
   EXPECT_CONTAINS(no_output.err, "this run builds 'fc16,leaky0.1,fc10'");
   EXPECT_CONTAINS(no_output.err, "--output");
 
-  const RunResult other_slope = run({"--layers", "784,16,10", "--activation", "leaky", "--output", "sigmoid", "--loss",
+  const RunResult other_slope = run_small({"--layers", "784,16,10", "--activation", "leaky", "--output", "sigmoid", "--loss",
                                      "mse", "--load", model, "--evaluate"},
                                     factory(&seen));
   EXPECT_EQ(other_slope.code, 1);

@@ -26,7 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const StageInfo kStage{"01_fc_softmax", "dense layers on the CPU", false};
 
 enum class Mode { Normal, NaNLoss, InfLoss, NotImplementedInTraining, RuntimeError };
 
@@ -116,10 +115,7 @@ EngineFactory fake_factory(Record* record, Mode mode = Mode::Normal) {
 
 using trainer_run::RunResult;
 
-RunResult run(std::vector<std::string> args, const EngineFactory& factory, const StageInfo& stage = kStage) {
-  args.insert(args.begin(), "s01_train");
-  return trainer_run::run_in_process(stage, factory, std::move(args));
-}
+using trainer_run::run_as_stage01;
 
 // The quick run every test starts from.
 std::vector<std::string> quick(std::vector<std::string> more = {}) {
@@ -128,19 +124,19 @@ std::vector<std::string> quick(std::vector<std::string> more = {}) {
   return args;
 }
 
-fs::path fresh_dir() { return trainer_process::fresh_dir("course_trainer"); }
+fs::path trainer_run_dir() { return trainer_process::fresh_dir("course_trainer"); }
 
 // The quick run of a fake engine, saved to `model`: the file the tests of --load start from.
 void save_trained_model(const std::string& model) {
   Record trained;
-  ASSERT_EQ(run(quick({"--save", model}), fake_factory(&trained)).code, 0);
+  ASSERT_EQ(run_as_stage01(quick({"--save", model}), fake_factory(&trained)).code, 0);
 }
 
 using trainer_process::read_json;
 
 TEST(Trainer, TrainsAndPrintsWhatAPersonWants) {
   Record rec;
-  const RunResult r = run(quick(), fake_factory(&rec));
+  const RunResult r = run_as_stage01(quick(), fake_factory(&rec));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_EQ(rec.engines_built, 1);
   EXPECT_EQ(rec.epochs, (std::vector<int>{0, 1})) << "epochs are passed 0-based, as epoch_order takes them";
@@ -163,7 +159,7 @@ TEST(Trainer, TrainsAndPrintsWhatAPersonWants) {
 
 TEST(Trainer, PassesTheConfigToTheEngine) {
   Record rec;
-  ASSERT_EQ(run(quick({"--batch", "16", "--lr", "0.2", "--momentum", "0.5", "--seed", "9", "--loss", "mse",
+  ASSERT_EQ(run_as_stage01(quick({"--batch", "16", "--lr", "0.2", "--momentum", "0.5", "--seed", "9", "--loss", "mse",
                        "--arch", "conv4k3p1,relu,pool2,flatten,fc10"}),
                 fake_factory(&rec))
                 .code,
@@ -182,18 +178,18 @@ TEST(Trainer, PassesTheConfigToTheEngine) {
 TEST(Trainer, ThreadsZeroMeansEveryCore) {
   Record rec;
   const StageInfo threaded{"03_openmp", "data-parallel SGD", true};
-  ASSERT_EQ(run(quick({"--threads", "0"}), fake_factory(&rec), threaded).code, 0);
+  ASSERT_EQ(run_as_stage01(quick({"--threads", "0"}), fake_factory(&rec), threaded).code, 0);
   const unsigned cores = std::thread::hardware_concurrency();
   EXPECT_EQ(rec.config.threads, cores > 0 ? static_cast<int>(cores) : 1);
-  ASSERT_EQ(run(quick({"--threads", "3"}), fake_factory(&rec), threaded).code, 0);
+  ASSERT_EQ(run_as_stage01(quick({"--threads", "3"}), fake_factory(&rec), threaded).code, 0);
   EXPECT_EQ(rec.config.threads, 3);
 }
 
 TEST(Trainer, JsonHoldsEveryFigure) {
-  const fs::path dir = fresh_dir();
+  const fs::path dir = trainer_run_dir();
   const fs::path json_path = dir / "run.json";
   Record rec;
-  const RunResult r = run(quick({"--json", json_path.string(), "--profile"}), fake_factory(&rec));
+  const RunResult r = run_as_stage01(quick({"--json", json_path.string(), "--profile"}), fake_factory(&rec));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const nlohmann::json j = read_json(json_path);
   EXPECT_FALSE(fs::exists(json_path.string() + ".tmp"));
@@ -234,26 +230,26 @@ class EngineWithResults : public FakeEngine {
 };
 
 TEST(Trainer, JsonHoldsTheStagesOwnResults) {
-  const fs::path dir = fresh_dir();
+  const fs::path dir = trainer_run_dir();
   Record rec;
   const EngineFactory factory = [&rec](const EngineConfig& config) -> std::unique_ptr<Engine> {
     return std::make_unique<EngineWithResults>(config, Mode::Normal, &rec);
   };
   const std::string trained = (dir / "train.json").string(), model = (dir / "m.model").string();
-  ASSERT_EQ(run(quick({"--json", trained, "--save", model}), factory).code, 0);
+  ASSERT_EQ(run_as_stage01(quick({"--json", trained, "--save", model}), factory).code, 0);
   EXPECT_EQ(read_json(trained)["stage_results"], (nlohmann::json{{"kernel", 7}, {"epochs_seen", 2}}));
   const std::string evaluated = (dir / "eval.json").string();
-  ASSERT_EQ(run(quick({"--load", model, "--evaluate", "--json", evaluated}), factory).code, 0);
+  ASSERT_EQ(run_as_stage01(quick({"--load", model, "--evaluate", "--json", evaluated}), factory).code, 0);
   EXPECT_EQ(read_json(evaluated)["stage_results"]["epochs_seen"], 0);
 }
 
 // --val-fraction: the held-out set is evaluated every epoch with the engine's
 // evaluate(), shown between train and test, and kept in the JSON.
 TEST(Trainer, ValidationSetEveryEpoch) {
-  const fs::path dir = fresh_dir();
+  const fs::path dir = trainer_run_dir();
   const fs::path json_path = dir / "run.json";
   Record rec;
-  const RunResult r = run(quick({"--val-fraction", "0.1", "--json", json_path.string()}), fake_factory(&rec));
+  const RunResult r = run_as_stage01(quick({"--val-fraction", "0.1", "--json", json_path.string()}), fake_factory(&rec));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_EQ(rec.evaluations, 4) << "the validation and the test set, each epoch";
   EXPECT_CONTAINS(r.out, "20 of the 200 training examples held out for validation (--val-fraction 0.1, --seed 42)");
@@ -270,13 +266,13 @@ TEST(Trainer, ValidationSetEveryEpoch) {
     EXPECT_TRUE(e.contains("val_eval_seconds"));
   }
 
-  const RunResult plain = run(quick(), fake_factory(&rec));
+  const RunResult plain = run_as_stage01(quick(), fake_factory(&rec));
   EXPECT_EQ(plain.out.find("val"), std::string::npos) << "no validation set, no word of one";
-  const RunResult verbose = run(quick({"--val-fraction", "0.5", "--verbose"}), fake_factory(&rec));
+  const RunResult verbose = run_as_stage01(quick({"--val-fraction", "0.5", "--verbose"}), fake_factory(&rec));
   EXPECT_CONTAINS(verbose.out, "data: val   100 examples held out of the training set");
   EXPECT_CONTAINS(verbose.out, ", val eval ");
 
-  const RunResult none_left = run(quick({"--val-fraction", "0.999"}), fake_factory(&rec));
+  const RunResult none_left = run_as_stage01(quick({"--val-fraction", "0.999"}), fake_factory(&rec));
   EXPECT_EQ(none_left.code, 2) << "a usage error";
   EXPECT_CONTAINS(none_left.err, "--val-fraction 0.999 holds out 200 of the 200 training examples");
 }
@@ -284,16 +280,16 @@ TEST(Trainer, ValidationSetEveryEpoch) {
 // --resize and --channels reach the engine as its input shape, and the data line says what was done.
 TEST(Trainer, ResizeAndChannelsSetTheInputShape) {
   Record rec;
-  const RunResult r = run(quick({"--resize", "14x20", "--channels", "3", "--model", "cnn"}), fake_factory(&rec));
+  const RunResult r = run_as_stage01(quick({"--resize", "14x20", "--channels", "3", "--model", "cnn"}), fake_factory(&rec));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_EQ(rec.config.input, (Shape3{3, 14, 20}));
   EXPECT_CONTAINS(r.out, "training on the first 200 examples (--limit); resized 28x28 -> 14x20 (bilinear), 1 -> 3 channels");
   EXPECT_CONTAINS(r.out, "2000 test, 3x14x20 |");
-  const RunResult bad = run(quick({"--channels", "2", "--resize", "8"}), fake_factory(&rec));
+  const RunResult bad = run_as_stage01(quick({"--channels", "2", "--resize", "8"}), fake_factory(&rec));
   EXPECT_EQ(bad.code, 0) << "1 -> 2 repeats the plane: allowed";
-  const fs::path dir = fresh_dir();
+  const fs::path dir = trainer_run_dir();
   for (const char* name : {"train.csv", "test.csv"}) std::ofstream(dir / name) << "1,2,0\n3,4,1\n";
-  const RunResult csv = run({"--dataset", "csv", "--data-dir", dir.string(), "--resize", "8", "--no-progress"},
+  const RunResult csv = run_as_stage01({"--dataset", "csv", "--data-dir", dir.string(), "--resize", "8", "--no-progress"},
                             fake_factory(&rec));
   EXPECT_EQ(csv.code, 2) << csv.out << csv.err;
   EXPECT_CONTAINS(csv.err, "error: --resize: the csv data set's examples are feature vectors (2x1x1), not pictures");
@@ -304,27 +300,27 @@ TEST(Trainer, ResizeAndChannelsSetTheInputShape) {
 // line's own --resize, --channels, --arch or --layers keep the data set's shape otherwise.
 TEST(Trainer, NamedModelsGetTheirOwnInput) {
   Record rec;
-  const RunResult m1 = run(quick({"--model", "m1"}), fake_factory(&rec));
+  const RunResult m1 = run_as_stage01(quick({"--model", "m1"}), fake_factory(&rec));
   ASSERT_EQ(m1.code, 0) << m1.out << m1.err;
   EXPECT_EQ(rec.config.input, (Shape3{3, 40, 40}));
   EXPECT_CONTAINS(m1.out, "training on the first 200 examples (--limit); resized 28x28 -> 40x40 (bilinear), 1 -> 3 "
                           "channels for m1's input 3x40x40 (--resize and --channels choose another)");
   EXPECT_CONTAINS(m1.out, "2000 test, 3x40x40 |");
-  const RunResult m0 = run(quick({"--model", "m0"}), fake_factory(&rec));
+  const RunResult m0 = run_as_stage01(quick({"--model", "m0"}), fake_factory(&rec));
   ASSERT_EQ(m0.code, 0) << m0.out << m0.err;
   EXPECT_EQ(rec.config.input, (Shape3{3, 32, 32}));
   EXPECT_CONTAINS(m0.out, "for m0's input 3x32x32");
 
   // The command line's own shape wins, whole: --resize alone keeps the gray plane.
-  const RunResult own = run(quick({"--model", "m1", "--resize", "20"}), fake_factory(&rec));
+  const RunResult own = run_as_stage01(quick({"--model", "m1", "--resize", "20"}), fake_factory(&rec));
   ASSERT_EQ(own.code, 0) << own.out << own.err;
   EXPECT_EQ(rec.config.input, (Shape3{1, 20, 20}));
   EXPECT_EQ(own.out.find("m1's input"), std::string::npos) << own.out;
-  const RunResult channels = run(quick({"--model", "m2", "--channels", "3"}), fake_factory(&rec));
+  const RunResult channels = run_as_stage01(quick({"--model", "m2", "--channels", "3"}), fake_factory(&rec));
   ASSERT_EQ(channels.code, 0) << channels.out << channels.err;
   EXPECT_EQ(rec.config.input, (Shape3{3, 28, 28}));
   // The course's own models take the data set's shape.
-  const RunResult cnn = run(quick({"--model", "cnn"}), fake_factory(&rec));
+  const RunResult cnn = run_as_stage01(quick({"--model", "cnn"}), fake_factory(&rec));
   ASSERT_EQ(cnn.code, 0) << cnn.out << cnn.err;
   EXPECT_EQ(rec.config.input, (Shape3{1, 28, 28}));
   EXPECT_EQ(cnn.out.find("resized"), std::string::npos) << cnn.out;
@@ -347,7 +343,7 @@ TEST(Trainer, NamedModelsGetTheirOwnInput) {
 
 TEST(Trainer, ProfilePrintsPerLayerTimesPerBatch) {
   Record rec;
-  const RunResult r = run(quick({"--profile", "--batch", "50"}), fake_factory(&rec));
+  const RunResult r = run_as_stage01(quick({"--profile", "--batch", "50"}), fake_factory(&rec));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(rec.config.profile);
   // 200 examples in batches of 50: 4 batches; fc1 took 30 ms forward, 60 ms backward in all.
@@ -360,14 +356,14 @@ TEST(Trainer, ProfilePrintsPerLayerTimesPerBatch) {
 
 TEST(Trainer, VerboseShowsEvaluationTimeAndDataSources) {
   Record rec;
-  const RunResult r = run(quick({"--verbose"}), fake_factory(&rec));
+  const RunResult r = run_as_stage01(quick({"--verbose"}), fake_factory(&rec));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_CONTAINS(r.out, "(test eval ");
   EXPECT_CONTAINS(r.out, "data: train 200 examples from ");
 }
 
 TEST(Trainer, SaveThenLoadAndEvaluate) {
-  const fs::path dir = fresh_dir();
+  const fs::path dir = trainer_run_dir();
   const std::string model = (dir / "model.bin").string();
   ASSERT_NO_FATAL_FAILURE(save_trained_model(model));
   ASSERT_TRUE(fs::exists(model));
@@ -375,7 +371,7 @@ TEST(Trainer, SaveThenLoadAndEvaluate) {
 
   Record loaded;
   const std::string json_path = (dir / "eval.json").string();
-  const RunResult r = run(quick({"--load", model, "--evaluate", "--json", json_path}), fake_factory(&loaded));
+  const RunResult r = run_as_stage01(quick({"--load", model, "--evaluate", "--json", json_path}), fake_factory(&loaded));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_TRUE(loaded.epochs.empty()) << "--evaluate trains nothing";
   EXPECT_EQ(loaded.evaluations, 1);
@@ -389,23 +385,23 @@ TEST(Trainer, SaveThenLoadAndEvaluate) {
 }
 
 TEST(Trainer, LoadWithoutEvaluateGoesOnTraining) {
-  const fs::path dir = fresh_dir();
+  const fs::path dir = trainer_run_dir();
   const std::string model = (dir / "model.bin").string();
   ASSERT_NO_FATAL_FAILURE(save_trained_model(model));
   Record second;
   // A later flag wins over an earlier one, so scripts can append overrides.
-  const RunResult r = run(quick({"--load", model, "--epochs", "1"}), fake_factory(&second));
+  const RunResult r = run_as_stage01(quick({"--load", model, "--epochs", "1"}), fake_factory(&second));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(second.epochs, (std::vector<int>{0}));
   EXPECT_CONTAINS(r.out, "epoch 1/1");
 }
 
 TEST(Trainer, LoadingAnotherArchitectureIsRefused) {
-  const fs::path dir = fresh_dir();
+  const fs::path dir = trainer_run_dir();
   const std::string model = (dir / "model.bin").string();
   ASSERT_NO_FATAL_FAILURE(save_trained_model(model));
   Record rec;
-  const RunResult r = run(quick({"--load", model, "--evaluate", "-m", "cnn"}), fake_factory(&rec));
+  const RunResult r = run_as_stage01(quick({"--load", model, "--evaluate", "-m", "cnn"}), fake_factory(&rec));
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, model + " holds architecture 'fc256,relu,fc128,relu,fc10' for input 1x28x28");
   EXPECT_CONTAINS(r.err, "this run builds 'conv16k3p1,relu,pool2,conv32k3p1,relu,pool2,flatten,fc100,relu,fc10'");
@@ -414,17 +410,17 @@ TEST(Trainer, LoadingAnotherArchitectureIsRefused) {
 // A dense-only stage (stage 01) given a CNN's model file says that it cannot run that model, instead of
 // advising the --model/--arch the file was trained with, which it would refuse next.
 TEST(Trainer, DenseOnlyStageRefusesAConvModelFileAsSuch) {
-  const fs::path dir = fresh_dir();
+  const fs::path dir = trainer_run_dir();
   const std::string model = (dir / "cnn.bin").string();
   Record trained;
   const StageInfo conv_stage{"02_conv_pool", "conv layers on the CPU", false};
-  ASSERT_EQ(run(quick({"-m", "cnn", "--save", model}), fake_factory(&trained), conv_stage).code, 0);
+  ASSERT_EQ(run_as_stage01(quick({"-m", "cnn", "--save", model}), fake_factory(&trained), conv_stage).code, 0);
   const StageInfo dense{"01_fc_softmax", "dense layers on the CPU", false, /*dense_only=*/true};
   for (const std::string flag : {"--evaluate", "--epochs"}) {
     Record rec;
     std::vector<std::string> args = {"--load", model};
     if (flag == "--evaluate") args.push_back(flag);
-    const RunResult r = run(quick(args), fake_factory(&rec), dense);
+    const RunResult r = run_as_stage01(quick(args), fake_factory(&rec), dense);
     EXPECT_EQ(r.code, 1) << r.err;
     EXPECT_CONTAINS(r.err, model + " holds architecture 'conv16k3p1,relu,pool2,conv32k3p1,relu,pool2,flatten,fc100,"
                                    "relu,fc10' (saved by stage 02_conv_pool), which stage 01_fc_softmax cannot run: "
@@ -435,15 +431,15 @@ TEST(Trainer, DenseOnlyStageRefusesAConvModelFileAsSuch) {
 
 TEST(Trainer, LoadingAMissingFileIsADataError) {
   Record rec;
-  const std::string missing = (fresh_dir() / "missing.bin").string();
-  const RunResult r = run(quick({"--load", missing, "--evaluate"}), fake_factory(&rec));
+  const std::string missing = (trainer_run_dir() / "missing.bin").string();
+  const RunResult r = run_as_stage01(quick({"--load", missing, "--evaluate"}), fake_factory(&rec));
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, missing);
 }
 
 TEST(Trainer, NaNLossStopsWithExitCode4) {
   Record rec;
-  const RunResult r = run(quick({"--lr", "0.5"}), fake_factory(&rec, Mode::NaNLoss));
+  const RunResult r = run_as_stage01(quick({"--lr", "0.5"}), fake_factory(&rec, Mode::NaNLoss));
   EXPECT_EQ(r.code, 4);
   // This fake engine does not report its loss per batch, so the trainer checks once per epoch.
   EXPECT_CONTAINS(r.err, "loss is NaN at epoch 1 (this stage reports its loss once per epoch");
@@ -453,8 +449,8 @@ TEST(Trainer, NaNLossStopsWithExitCode4) {
 
 TEST(Trainer, InfiniteLossStopsWithExitCode4) {
   Record rec;
-  const fs::path json_path = fresh_dir() / "run.json";
-  const RunResult r = run(quick({"--json", json_path.string()}), fake_factory(&rec, Mode::InfLoss));
+  const fs::path json_path = trainer_run_dir() / "run.json";
+  const RunResult r = run_as_stage01(quick({"--json", json_path.string()}), fake_factory(&rec, Mode::InfLoss));
   EXPECT_EQ(r.code, 4);
   EXPECT_CONTAINS(r.err, "loss is Inf at epoch 1 (this stage reports its loss once per epoch");
   EXPECT_CONTAINS(r.err, "the run diverged; try a smaller --lr, e.g. 0.002 (now 0.02)");
@@ -463,7 +459,7 @@ TEST(Trainer, InfiniteLossStopsWithExitCode4) {
 
 TEST(Trainer, NotImplementedStopsWithTheTask) {
   Record rec;
-  const RunResult r = run(quick(), fake_factory(&rec, Mode::NotImplementedInTraining));
+  const RunResult r = run_as_stage01(quick(), fake_factory(&rec, Mode::NotImplementedInTraining));
   EXPECT_EQ(r.code, 3);
   const NotImplemented expected("Task 1.3", "solutions/01_fc_softmax/dense.cpp", "docs/01_fc_softmax.md");
   EXPECT_EQ(r.err, std::string(expected.what()) + "\n") << "only the task's message, nothing else";
@@ -471,7 +467,7 @@ TEST(Trainer, NotImplementedStopsWithTheTask) {
 }
 
 TEST(Trainer, NotImplementedInTheFactory) {
-  const RunResult r = run(quick(), [](const EngineConfig&) -> std::unique_ptr<Engine> {
+  const RunResult r = run_as_stage01(quick(), [](const EngineConfig&) -> std::unique_ptr<Engine> {
     throw NotImplemented("Task 1.1", "solutions/01_fc_softmax/init.cpp", "docs/01_fc_softmax.md");
   });
   EXPECT_EQ(r.code, 3);
@@ -479,7 +475,7 @@ TEST(Trainer, NotImplementedInTheFactory) {
 }
 
 TEST(Trainer, ModelTheStageCannotRunIsAUsageError) {
-  const RunResult r = run(quick({"-m", "cnn"}), [](const EngineConfig&) -> std::unique_ptr<Engine> {
+  const RunResult r = run_as_stage01(quick({"-m", "cnn"}), [](const EngineConfig&) -> std::unique_ptr<Engine> {
     throw std::invalid_argument("stage 01 has no conv layers");
   });
   EXPECT_EQ(r.code, 2);
@@ -489,16 +485,16 @@ TEST(Trainer, ModelTheStageCannotRunIsAUsageError) {
 
 TEST(Trainer, ArchitectureThatDoesNotFitTheDataIsAUsageError) {
   Record rec;
-  RunResult r = run(quick({"--arch", "fc32,relu,fc5"}), fake_factory(&rec));
+  RunResult r = run_as_stage01(quick({"--arch", "fc32,relu,fc5"}), fake_factory(&rec));
   EXPECT_EQ(r.code, 2);
   EXPECT_CONTAINS(r.err, "must end with fc10");
-  r = run(quick({"--arch", "conv4k40,fc10"}), fake_factory(&rec));
+  r = run_as_stage01(quick({"--arch", "conv4k40,fc10"}), fake_factory(&rec));
   EXPECT_EQ(r.code, 2);
   EXPECT_CONTAINS(r.err, "larger than the padded input");
-  r = run(quick({"--layers", "100,10"}), fake_factory(&rec));
+  r = run_as_stage01(quick({"--layers", "100,10"}), fake_factory(&rec));
   EXPECT_EQ(r.code, 2);
   EXPECT_CONTAINS(r.err, "784");
-  r = run(quick({"--arch", "fc10,bogus"}), fake_factory(&rec));
+  r = run_as_stage01(quick({"--arch", "fc10,bogus"}), fake_factory(&rec));
   EXPECT_EQ(r.code, 2);
   EXPECT_CONTAINS(r.err, "bogus");
   EXPECT_EQ(rec.engines_built, 0);
@@ -506,7 +502,7 @@ TEST(Trainer, ArchitectureThatDoesNotFitTheDataIsAUsageError) {
 
 TEST(Trainer, AnyOtherExceptionIsCaught) {
   Record rec;
-  const RunResult r = run(quick(), fake_factory(&rec, Mode::RuntimeError));
+  const RunResult r = run_as_stage01(quick(), fake_factory(&rec, Mode::RuntimeError));
   EXPECT_EQ(r.code, 1);
   EXPECT_CONTAINS(r.err, "error: the fake device caught fire");
 }
@@ -559,9 +555,9 @@ TEST(ProgressBar, SilentWhenDisabled) {
 // --lr-scaling linear and --warmup-steps: the rate of every step, set between the steps.
 TEST(Trainer, LinearScalingAndAWarmUpGiveEveryStepItsRate) {
   Record rec;
-  const fs::path json = fresh_dir() / "rule.json";
+  const fs::path json = trainer_run_dir() / "rule.json";
   // 200 examples in batches of 50: 4 steps an epoch, 8 in the run; the rate 0.01 x 50/25 = 0.02.
-  const RunResult r = run(quick({"--batch", "50", "--lr", "0.01", "--lr-schedule", "constant", "--lr-scaling", "linear",
+  const RunResult r = run_as_stage01(quick({"--batch", "50", "--lr", "0.01", "--lr-schedule", "constant", "--lr-scaling", "linear",
                                  "--lr-reference-batch", "25", "--warmup-steps", "5", "--json", json.string()}),
                           fake_factory(&rec));
   ASSERT_EQ(r.code, 0) << r.err;
@@ -576,12 +572,12 @@ TEST(Trainer, LinearScalingAndAWarmUpGiveEveryStepItsRate) {
 
   EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
   Record long_warmup;
-  const RunResult longer = run(quick({"--batch", "50", "--warmup-steps", "9"}), fake_factory(&long_warmup));
+  const RunResult longer = run_as_stage01(quick({"--batch", "50", "--warmup-steps", "9"}), fake_factory(&long_warmup));
   EXPECT_CONTAINS(longer.err, "warning: --warmup-steps 9 is longer than the run (8 steps of 50)");
 
   // Under the cosine schedule the warm-up scales each epoch's rate; without --lr-scaling the rate is --lr.
   Record cosine;
-  ASSERT_EQ(run(quick({"--batch", "50", "--lr", "0.01", "--warmup-steps", "2"}), fake_factory(&cosine)).code, 0);
+  ASSERT_EQ(run_as_stage01(quick({"--batch", "50", "--lr", "0.01", "--warmup-steps", "2"}), fake_factory(&cosine)).code, 0);
   ASSERT_EQ(cosine.step_rates.size(), 8u);
   const std::vector<double> want = {0.005, 0.01, 0.01, 0.01, 0.005, 0.005, 0.005, 0.005};  // (1 + cos(pi/2)) / 2
   for (std::size_t s = 0; s < 8; ++s) EXPECT_NEAR(cosine.step_rates[s], want[s], 1e-15) << "step " << s;

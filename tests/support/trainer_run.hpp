@@ -20,6 +20,9 @@
 
 namespace course::trainer_run {
 
+/// Stage 01's name and title: the tests that run the shared trainer on an engine of their own print it.
+inline const StageInfo kStage01{"01_fc_softmax", "dense layers on the CPU", false};
+
 struct RunResult {
   int code = -1;
   std::string out, err;
@@ -38,6 +41,13 @@ inline RunResult run_in_process(const StageInfo& stage, const EngineFactory& mak
   r.out = ::testing::internal::GetCapturedStdout();
   r.err = ::testing::internal::GetCapturedStderr();
   return r;
+}
+
+/// run_in_process with stage 01's program name (`s01_train`) before `args`.
+inline RunResult run_as_stage01(std::vector<std::string> args, const EngineFactory& make,
+                                const StageInfo& stage = kStage01) {
+  args.insert(args.begin(), "s01_train");
+  return run_in_process(stage, make, std::move(args));
 }
 
 /// run_in_process with `--json <file> --no-progress` added, `program` first: the JSON the trainer
