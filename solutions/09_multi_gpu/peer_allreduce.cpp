@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 
@@ -74,20 +75,14 @@ std::string own_refusal(const std::vector<PeerCard>& cards, int rank) {
   return "";
 }
 
-// Where the flags start in an inbox: after the slots, on a 256-byte boundary.
-std::size_t peer_flags_offset(int world, std::size_t count) {
-  return (2 * static_cast<std::size_t>(world) * count * sizeof(float) + 255) / 256 * 256;
-}
-
 }  // namespace
 
 std::size_t peer_inbox_bytes(int world, std::size_t count) {
-  return peer_flags_offset(world, count) + static_cast<std::size_t>(world) * kMaxPeerBlocks * sizeof(unsigned);
+  return 2 * static_cast<std::size_t>(world) * count * sizeof(std::uint64_t);
 }
 
-void set_peer_inbox(PeerSumArgs& args, int q, void* base, std::size_t count) {
-  args.inbox[q] = static_cast<float*>(base);
-  args.flags[q] = reinterpret_cast<unsigned*>(static_cast<char*>(base) + peer_flags_offset(args.world, count));
+void set_peer_inbox(PeerSumArgs& args, int q, void* base) {
+  args.inbox[q] = static_cast<std::uint64_t*>(base);
 }
 
 std::string peer_sum_refusal(ncclComm_t comm, int rank, int world) {
@@ -129,7 +124,7 @@ PeerAllReduce::PeerAllReduce(ncclComm_t comm, int rank, int world, const float* 
       CUDA_CHECK(cudaIpcOpenMemHandle(&base, cards[q].inbox, cudaIpcMemLazyEnablePeerAccess));
       mapped_.push_back(base);
     }
-    set_peer_inbox(args_, q, base, count);
+    set_peer_inbox(args_, q, base);
   }
   row_ = timing_.add_row("all-reduce, peer (" + std::to_string((count * sizeof(float) + 1023) / 1024) + " KiB)");
 }

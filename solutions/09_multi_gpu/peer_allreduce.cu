@@ -2,6 +2,8 @@
 /// @brief Stage 09: the one-shot weighted sum over the GPUs of one host (the kernel; see peer_allreduce.hpp).
 #include "09_multi_gpu/peer_allreduce.hpp"
 
+#include <cstdint>
+
 #include "common/gpu/cuda_check.hpp"
 
 namespace course {
@@ -11,16 +13,17 @@ namespace {
 constexpr int kPeerThreads = 256;
 constexpr std::size_t kValuesPerBlock = 2048;  // 8 a thread: enough blocks to spread a few hundred KiB
 
-// A flag raised by another GPU is read and written at system scope: the data it
-// announces was written over NVLink before it, by a thread of another device.
-__device__ unsigned load_acquire_system(const unsigned* flag) {
-  unsigned value;
-  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(value) : "l"(flag) : "memory");
+// A word of an inbox: a value's bits (low half) and the number of the call that wrote it (high
+// half), stored and loaded whole, at system scope. An aligned 8-byte access is never split, so a
+// reader that sees this call's number sees the value written with it: no fence, no flag.
+__device__ std::uint64_t load_word(const std::uint64_t* word) {
+  std::uint64_t value;
+  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(value) : "l"(word) : "memory");
   return value;
 }
 
-__device__ void store_release_system(unsigned* flag, unsigned value) {
-  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(flag), "r"(value) : "memory");
+__device__ void store_word(std::uint64_t* word, std::uint64_t value) {
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(word), "l"(value) : "memory");
 }
 
 // Block b of every rank owns the same chunk of the gradients (the grid is the same on
@@ -36,39 +39,38 @@ __global__ void __launch_bounds__(kPeerThreads) peer_sum_kernel(PeerSumArgs a) {
   if (threadIdx.x == 0) call_shared = a.calls[b] + 1;
   __syncthreads();
   const unsigned call = call_shared;
+  const std::uint64_t tag = static_cast<std::uint64_t>(call) << 32;
   const std::size_t chunk = (a.count + gridDim.x - 1) / gridDim.x;
   const std::size_t lo = b * chunk;
   const std::size_t hi = lo + chunk < a.count ? lo + chunk : a.count;
   const float weight = *a.weight;
-  const std::size_t slot = a.count;                                 // values of one rank's slot
+  const std::size_t slot = a.count;                                 // words of one rank's slot
   const std::size_t parity = (call & 1u) * static_cast<std::size_t>(a.world) * slot;
 
-  // 1. This rank's weighted chunk into slot `rank` of every other rank's inbox.
+  // 1. This rank's weighted chunk, each value with this call's number, into slot `rank` of
+  //    every other rank's inbox (stores over NVLink).
   for (std::size_t i = lo + threadIdx.x; i < hi; i += kPeerThreads) {
-    const float mine = __fmul_rn(weight, a.gradients[i]);
+    const std::uint64_t word = tag | __float_as_uint(__fmul_rn(weight, a.gradients[i]));
     for (int q = 0; q < a.world; ++q)
-      if (q != a.rank) a.inbox[q][parity + a.rank * slot + i] = mine;
+      if (q != a.rank) store_word(a.inbox[q] + parity + a.rank * slot + i, word);
   }
-  __syncthreads();  // every thread's stores are issued before thread 0 announces them
-  if (threadIdx.x == 0) {
-    __threadfence_system();
-    for (int q = 0; q < a.world; ++q)
-      if (q != a.rank) store_release_system(&a.flags[q][a.rank * kMaxPeerBlocks + b], call);
-    // 2. Every other rank's chunk b of this call has landed here (a flag one call ahead counts too).
-    for (int q = 0; q < a.world; ++q)
-      if (q != a.rank)
-        while (static_cast<int>(load_acquire_system(&a.flags[a.rank][q * kMaxPeerBlocks + b]) - call) < 0) {
-        }
-  }
-  __syncthreads();
 
-  // 3. The sum over the ranks in rank order; the inbox is read from L2 (__ldcg), never from
-  //    a line this multiprocessor's L1 kept from an earlier call.
-  const float* inbox = a.inbox[a.rank] + parity;
+  // 2. The sum over the ranks in rank order, each other rank's value read from this rank's own
+  //    inbox once its word carries this call's number (a thread waits on the values it sums).
+  const std::uint64_t* inbox = a.inbox[a.rank] + parity;
   for (std::size_t i = lo + threadIdx.x; i < hi; i += kPeerThreads) {
     const float mine = __fmul_rn(weight, a.gradients[i]);
-    float sum = a.rank == 0 ? mine : __ldcg(inbox + i);
-    for (int q = 1; q < a.world; ++q) sum = __fadd_rn(sum, q == a.rank ? mine : __ldcg(inbox + q * slot + i));
+    float sum = 0.f;
+    for (int q = 0; q < a.world; ++q) {
+      float term = mine;
+      if (q != a.rank) {
+        std::uint64_t word;
+        do word = load_word(inbox + q * slot + i);
+        while (static_cast<unsigned>(word >> 32) != call);
+        term = __uint_as_float(static_cast<unsigned>(word));
+      }
+      sum = q == 0 ? term : __fadd_rn(sum, term);
+    }
     a.gradients[i] = sum;
   }
   if (threadIdx.x == 0) a.calls[b] = call;

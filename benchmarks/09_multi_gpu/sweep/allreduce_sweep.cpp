@@ -71,7 +71,7 @@ struct Rank {
   float* values = nullptr;
   std::size_t capacity = 0;
   cudaEvent_t start = nullptr, stop = nullptr;
-  void* inbox = nullptr;           // the peer sum's inbox and flags on this GPU
+  void* inbox = nullptr;           // the peer sum's inbox on this GPU
   unsigned* calls = nullptr;
   course::PeerSumArgs peer;        // its arguments: every GPU's inbox as peer pointers
 };
@@ -107,7 +107,7 @@ void set_up_peer_sum(std::vector<Rank>& ranks, std::size_t largest) {
     a.rank = i;
     a.world = N;
     a.calls = ranks[static_cast<std::size_t>(i)].calls;
-    for (int q = 0; q < N; ++q) course::set_peer_inbox(a, q, ranks[static_cast<std::size_t>(q)].inbox, largest);
+    for (int q = 0; q < N; ++q) course::set_peer_inbox(a, q, ranks[static_cast<std::size_t>(q)].inbox);
   }
 }
 
