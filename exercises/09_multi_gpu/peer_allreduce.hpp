@@ -123,7 +123,7 @@ class PeerAllReduce : public GradientSync {
 
  private:
   PeerSumArgs args_;
-  float* own_ = nullptr;             // this rank's inbox, one allocation (what the others map)
+  std::uint64_t* own_ = nullptr;     // this rank's inbox, one allocation (what the others map)
   unsigned* calls_ = nullptr;
   bool early_ = false;               // launched early (gpu_has(GpuFeature::EarlyLaunch))
   std::vector<void*> mapped_;        // the other ranks' allocations as this process maps them
